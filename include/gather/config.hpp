@@ -1,0 +1,128 @@
+// The gateway's configuration (CONTRACT §2), as typed values.
+//
+// load_config() turns JSON text into a `config` or into the full list of problems, each naming its
+// JSON path. Everything the runtime needs precomputed (parsed URL templates, dependency edges, the
+// order in which sections resolve) is computed here once, so the request path never re-validates.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace gather {
+
+using millis = std::chrono::milliseconds;
+
+/// A dotted path into a JSON object: "a.b" -> {"a", "b"}.
+using field_path = std::vector<std::string>;
+
+/// One piece of a URL template: literal text or a placeholder to substitute.
+struct url_part {
+  enum class kind {
+    literal, ///< `text` is copied as written
+    capture, ///< `{id}`: path capture named `text`
+    query,   ///< `{query.q}`: inbound query parameter named `text`
+    header,  ///< `{header.h}`: inbound header named `text` (stored lower-case)
+    section, ///< `{s.a.b}`: field `field` of section `text`'s data (index `section`)
+    item,    ///< `{item}`: the batch item (batch routes only)
+  };
+  kind what = kind::literal;
+  std::string text;
+  field_path field;        ///< kind::section only
+  std::size_t section = 0; ///< kind::section only: index in the route's `sections`
+};
+
+/// A parsed `url`. Placeholders only ever stand in the path or the query (never scheme, host, port).
+struct url_template {
+  std::string source; ///< as written in the config
+  std::vector<url_part> parts;
+};
+
+/// A reference `s.a.b` to a field of another section's data.
+struct field_ref {
+  std::size_t section = 0; ///< index in the route's `sections`
+  field_path field;        ///< may be empty: the whole data
+};
+
+struct retry_policy {
+  int attempts = 1; ///< counts the first try
+  millis backoff{0};
+  double multiplier = 2.0;
+};
+
+struct section_config {
+  std::string name;
+  url_template url;
+  millis timeout{0};
+  bool required = false;
+  std::optional<nlohmann::json> fallback;
+  std::optional<field_ref> fallback_from;
+  retry_policy retry;
+  millis cache_ttl{0};
+  std::vector<field_path> fields;           ///< projection; empty = keep everything
+  std::vector<std::string> forward_headers; ///< lower-case names
+  /// Sections whose data the URL reads: this section starts only after all of them ended `ok`.
+  std::vector<std::size_t> depends_on;
+};
+
+struct batch_config {
+  url_template url; ///< contains an `{item}` part
+  std::size_t max_items = 1000;
+  std::size_t concurrency = 16;
+  millis timeout{0};
+  retry_policy retry;
+  millis deadline{10000};
+  std::vector<field_path> fields;
+  std::vector<std::string> forward_headers; ///< lower-case names
+};
+
+/// One segment of a route's path: literal text or a `{name}` capture of one whole segment.
+struct path_segment {
+  bool capture = false;
+  std::string text; ///< the literal, or the capture's name
+};
+
+struct route_config {
+  std::string path; ///< as written
+  std::vector<path_segment> segments;
+  millis deadline{1000};              ///< aggregate routes (batch routes use batch->deadline)
+  std::vector<section_config> sections; ///< aggregate route: non-empty; batch route: empty
+  std::optional<batch_config> batch;
+  /// Every section index once, each after the sections it depends on (URL references and
+  /// fallback_from): the order in which final data and fallbacks can be resolved.
+  std::vector<std::size_t> resolve_order;
+};
+
+struct cluster_config {
+  std::vector<std::string> nodes; ///< "host:port"
+  bool local = true;
+};
+
+struct config {
+  std::string listen = "127.0.0.1:8080";
+  std::size_t max_inflight = 1024;
+  std::size_t max_body_bytes = 1048576;
+  std::size_t max_response_bytes = 8388608;
+  std::vector<route_config> routes;
+  std::optional<cluster_config> cluster;
+};
+
+/// Either a config or every problem found, one string each: "<json path>: <what is wrong>",
+/// e.g. "routes[1].sections[0].timeout_ms: must be a positive integer".
+struct config_result {
+  std::optional<config> value;
+  std::vector<std::string> problems;
+};
+
+config_result load_config(std::string_view json_text);
+config_result load_config_file(const std::string& file_path);
+
+/// Splits "host:port" (port 0..65535); nullopt when malformed.
+std::optional<std::pair<std::string, int>> split_host_port(std::string_view text);
+
+} // namespace gather
