@@ -1,0 +1,247 @@
+// The coordinator: one actor per inbound aggregate request, from fan-out to answer.
+//
+//          HTTP handler thread
+//                 |  spawn(job)                               ^ deliver(reply) via reply_channel
+//                 v                                           |
+//   +-------------------------+  deadline_atom (delayed, to itself)
+//   |       coordinator       |<--------------------------------+
+//   +-------------------------+                                 |
+//      | spawn + request(run, budget)   ^ attempt(i) / section_outcome (a `then`, never `await`)
+//      v                                |
+//   worker[base]  worker[price]  ...  worker[coupon]  (spawned once their dependencies ended ok)
+//
+// Life: spawn the workers of every section that depends on nothing and send itself the deadline;
+// on each outcome start the sections it unblocked (or mark them `skipped`); answer as soon as every
+// section has ended, a required section has failed, or the deadline passes (still-running sections
+// become `timeout`, waiting ones `skipped`); then quit. Workers monitor the coordinator, so its exit
+// cancels their downstream calls; a reply arriving later lands on a dead mailbox.
+//
+// Why `then` and not `await`: in CAF 0.17 an `await` holds back every other message, the deadline
+// included, until its reply comes (docs/actors.md).
+#include "gather/coordinator.hpp"
+
+#include <caf/all.hpp>
+
+#include "gather/aggregate_response.hpp"
+#include "gather/atoms.hpp"
+#include "gather/messages.hpp"
+#include "gather/request_log.hpp"
+#include "gather/url_template.hpp"
+
+namespace gather {
+
+namespace {
+
+using clock = std::chrono::steady_clock;
+using coordinator_ptr = caf::stateful_actor<coordinator_state>*;
+using phase = coordinator_state::phase;
+
+std::int64_t ms_since(steady_time t) {
+  return std::chrono::duration_cast<millis>(clock::now() - t).count();
+}
+
+void answer(coordinator_ptr self) {
+  auto& st = self->state;
+  const auto& job = *st.job;
+  st.answered->store(true);
+  auto reply = build_aggregate_reply(*job.route, st.outcomes, job.inbound.request_id);
+  log_request(job.inbound, job.route->path, reply.status, ms_since(job.inbound.arrived),
+              job.route->sections, st.outcomes);
+  job.channel->deliver(std::move(reply));
+  self->quit();
+}
+
+/// The request is decided once every section has ended, or once the first required section in
+/// route order that did not end ok is known (the error it names cannot change any more).
+bool decided(const coordinator_state& st) {
+  if (st.open == 0)
+    return true;
+  const auto& sections = st.job->route->sections;
+  for (std::size_t i = 0; i < sections.size(); ++i) {
+    if (!sections[i].required)
+      continue;
+    if (st.phases[i] != phase::done)
+      return false;
+    if (st.outcomes[i].status != section_status::ok)
+      return true;
+  }
+  return false;
+}
+
+void finish(coordinator_state& st, std::size_t i, section_outcome outcome) {
+  if (st.phases[i] == phase::done)
+    return;
+  st.phases[i] = phase::done;
+  st.outcomes[i] = std::move(outcome);
+  --st.open;
+}
+
+section_outcome skipped(std::string why) {
+  section_outcome outcome;
+  outcome.status = section_status::skipped;
+  outcome.detail = std::move(why);
+  return outcome;
+}
+
+/// Section `i`'s live data, parsed once for the sections that read it.
+const nlohmann::json* data_of(coordinator_state& st, std::size_t i) {
+  if (!st.parsed[i])
+    st.parsed[i] = nlohmann::json::parse(st.outcomes[i].data, nullptr, false);
+  return st.parsed[i]->is_discarded() ? nullptr : &*st.parsed[i];
+}
+
+std::optional<std::string> resolve(coordinator_state& st, const url_part& part) {
+  const auto& in = st.job->inbound;
+  switch (part.what) {
+    case url_part::kind::literal:
+      return part.text;
+    case url_part::kind::capture:
+      for (const auto& [name, value] : in.captures)
+        if (name == part.text)
+          return value;
+      return std::string{};
+    case url_part::kind::query:
+      return in.query_value(part.text);
+    case url_part::kind::header:
+      return in.header_value(part.text);
+    case url_part::kind::section: {
+      const auto* data = data_of(st, part.section);
+      const auto* field = data ? find_field(*data, part.field) : nullptr;
+      return field ? scalar_text(*field) : std::nullopt;
+    }
+    case url_part::kind::item:
+      break;
+  }
+  return std::nullopt;
+}
+
+std::vector<std::string> downstream_headers(const section_config& section, const inbound_request& in) {
+  std::vector<std::string> headers{"X-Request-Id: " + in.request_id, "Accept: application/json"};
+  for (const auto& name : section.forward_headers)
+    for (auto [it, end] = in.headers.equal_range(name); it != end; ++it)
+      headers.push_back(name + ": " + it->second);
+  return headers;
+}
+
+/// The longest a worker can legitimately take: every attempt's timeout and backoff.
+millis worker_budget(const section_config& section, millis left) {
+  millis total{0};
+  double backoff = static_cast<double>(section.retry.backoff.count());
+  for (int attempt = 1; attempt <= section.retry.attempts; ++attempt) {
+    total += section.timeout;
+    if (attempt > 1) {
+      total += millis{static_cast<long long>(backoff)};
+      backoff *= section.retry.multiplier;
+    }
+  }
+  return std::min(total, left) + worker_reply_grace;
+}
+
+void on_outcome(coordinator_ptr self, std::size_t i, section_outcome outcome);
+
+void launch(coordinator_ptr self, std::size_t i) {
+  auto& st = self->state;
+  const auto& section = st.job->route->sections[i];
+  auto url = render_url(section.url, [&](const url_part& part) { return resolve(st, part); });
+  if (!url)
+    return finish(st, i, skipped("a field the url reads is absent or not a scalar"));
+  section_call call{&section, i, std::move(*url), downstream_headers(section, st.job->inbound),
+                    st.deadline, st.answered};
+  auto worker = self->spawn(section_worker, caf::actor_cast<caf::actor>(self), st.job->runtime,
+                            std::move(call));
+  st.phases[i] = phase::running;
+  st.started[i] = clock::now();
+  auto left = std::chrono::duration_cast<millis>(st.deadline - clock::now());
+  self->request(worker, worker_budget(section, left), run_atom::value)
+    .then([self, i](section_outcome& outcome) { on_outcome(self, i, std::move(outcome)); },
+          [self, i, worker](caf::error& err) {
+            // The worker did not answer within its budget (or vanished): stop it, call it a timeout.
+            self->send_exit(worker, caf::exit_reason::user_shutdown);
+            section_outcome outcome;
+            outcome.status = err == caf::sec::request_timeout ? section_status::timeout
+                                                              : section_status::error;
+            outcome.attempts = self->state.outcomes[i].attempts;
+            outcome.ms = ms_since(self->state.started[i]);
+            outcome.detail = "worker: " + self->system().render(err);
+            on_outcome(self, i, std::move(outcome));
+          });
+}
+
+/// Starts every waiting section whose dependencies have all ended; answers once decided.
+void advance(coordinator_ptr self) {
+  auto& st = self->state;
+  const auto& sections = st.job->route->sections;
+  for (bool progressed = true; progressed;) {
+    progressed = false;
+    for (std::size_t i = 0; i < sections.size(); ++i) {
+      if (st.phases[i] != phase::waiting)
+        continue;
+      bool ready = true, usable = true;
+      for (auto dep : sections[i].depends_on) {
+        ready = ready && st.phases[dep] == phase::done;
+        usable = usable && st.outcomes[dep].status == section_status::ok;
+      }
+      if (!ready)
+        continue;
+      progressed = true;
+      if (usable)
+        launch(self, i);
+      else
+        finish(st, i, skipped("a section it depends on did not end ok"));
+    }
+  }
+  if (decided(st))
+    answer(self);
+}
+
+void on_outcome(coordinator_ptr self, std::size_t i, section_outcome outcome) {
+  finish(self->state, i, std::move(outcome));
+  advance(self);
+}
+
+void on_deadline(coordinator_ptr self) {
+  auto& st = self->state;
+  for (std::size_t i = 0; i < st.phases.size(); ++i) {
+    if (st.phases[i] == phase::waiting) {
+      finish(st, i, skipped("deadline passed while waiting for a dependency"));
+    } else if (st.phases[i] == phase::running) {
+      section_outcome outcome;
+      outcome.status = section_status::timeout;
+      outcome.attempts = st.outcomes[i].attempts; // counted from the workers' attempt messages
+      outcome.ms = ms_since(st.started[i]);
+      outcome.detail = "deadline passed";
+      finish(st, i, std::move(outcome));
+    }
+  }
+  answer(self);
+}
+
+} // namespace
+
+coordinator_state::~coordinator_state() {
+  if (job)
+    job->runtime.stats->coordinators.fetch_sub(1, std::memory_order_relaxed);
+}
+
+caf::behavior coordinator(caf::stateful_actor<coordinator_state>* self,
+                          std::shared_ptr<const aggregate_job> job) {
+  auto& st = self->state;
+  const auto n = job->route->sections.size();
+  job->runtime.stats->coordinators.fetch_add(1, std::memory_order_relaxed);
+  st.job = std::move(job);
+  st.deadline = st.job->inbound.arrived + st.job->route->deadline;
+  st.phases.assign(n, phase::waiting);
+  st.outcomes.resize(n);
+  st.started.resize(n);
+  st.parsed.resize(n);
+  st.open = n;
+  self->delayed_send(self, std::max(millis{0}, std::chrono::duration_cast<millis>(st.deadline - clock::now())),
+                     deadline_atom::value);
+  advance(self);
+  return {
+    [self](attempt_atom, std::size_t i) { ++self->state.outcomes[i].attempts; },
+    [self](deadline_atom) { on_deadline(self); },
+  };
+}
+
+} // namespace gather

@@ -1,0 +1,78 @@
+#include "gather/gateway.hpp"
+
+#include <stdexcept>
+
+#include <caf/all.hpp>
+
+#include "gather/downstream_client.hpp"
+#include "gather/http_front.hpp"
+#include "gather/messages.hpp"
+
+namespace gather {
+
+namespace {
+
+caf::actor_system_config& actor_config(caf::actor_system_config& cfg) {
+  register_message_types(cfg);
+  return cfg;
+}
+
+} // namespace
+
+// Members are destroyed bottom-up: the front first (no new requests, in-flight ones answered),
+// then the actor system (waits for the last workers, whose destructors cancel transfers on the
+// still-running client), then the client.
+struct gateway::impl {
+  config cfg;
+  gateway_stats stats;
+  downstream_client client;
+  caf::actor_system_config actor_cfg;
+  caf::actor_system system;
+  http_front front;
+  std::thread serving;
+
+  explicit impl(config c)
+    : cfg(std::move(c)),
+      system(actor_config(actor_cfg)),
+      front(cfg, stats, system, section_runtime{&client, &stats, cfg.max_response_bytes}) {
+  }
+};
+
+gateway::gateway(config cfg) : impl_(std::make_unique<impl>(std::move(cfg))) {
+}
+
+gateway::~gateway() {
+  stop();
+}
+
+int gateway::start(const std::string& listen) {
+  auto address = split_host_port(listen.empty() ? impl_->cfg.listen : listen);
+  if (!address)
+    throw std::runtime_error("invalid listen address: " + listen);
+  int port = impl_->front.bind(address->first, address->second);
+  impl_->serving = std::thread([this] { impl_->front.run(); });
+  // stop() is a no-op until the server runs, so do not hand back a gateway that could miss it.
+  while (!impl_->front.running())
+    std::this_thread::yield();
+  return port;
+}
+
+void gateway::stop() {
+  impl_->front.stop();
+  if (impl_->serving.joinable())
+    impl_->serving.join();
+}
+
+const config& gateway::cfg() const {
+  return impl_->cfg;
+}
+
+const gateway_stats& gateway::stats() const {
+  return impl_->stats;
+}
+
+std::size_t gateway::downstream_inflight() const {
+  return impl_->client.inflight();
+}
+
+} // namespace gather

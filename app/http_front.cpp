@@ -1,0 +1,281 @@
+// The inbound HTTP side. Checks run in the contract's order (no_route, method, size, overload,
+// body); an admitted aggregate request becomes one coordinator actor, and the handler thread waits
+// on a reply_channel (the only blocking wait in Gather, forced by cpp-httplib's synchronous
+// handlers) for the coordinator's answer, the client hanging up, or a hard limit.
+#include "gather/http_front.hpp"
+
+#include <random>
+#include <stdexcept>
+#include <sys/socket.h>
+
+#include <caf/all.hpp>
+#include <httplib.h>
+
+#include "gather/coordinator.hpp"
+#include "gather/http_reply.hpp"
+#include "gather/ops_endpoints.hpp"
+#include "gather/request_log.hpp"
+#include "gather/route_table.hpp"
+
+namespace gather {
+
+namespace {
+
+using clock = std::chrono::steady_clock;
+
+/// The socket of the connection this handler thread is serving (see front_server).
+thread_local int current_client_fd = -1;
+/// The request id chosen for the request this thread is handling.
+thread_local std::string current_request_id;
+
+// httplib's own connection loop. It is exported by libcpp-httplib but private in the header, so an
+// override that wants to call it binds it by symbol name.
+extern "C" bool httplib_process_and_close_socket(httplib::Server* self, int sock) __asm__(
+  "_ZN7httplib6Server24process_and_close_socketEi");
+
+/// A cpp-httplib server that remembers each connection's socket for the thread serving it: a
+/// handler waiting for its coordinator also watches that socket, to cancel the request's
+/// downstream calls when the client hangs up (httplib 0.11 offers no such hook).
+class front_server : public httplib::Server {
+public:
+  int listen_fd() const { return svr_sock_; }
+
+private:
+  bool process_and_close_socket(int sock) override {
+    current_client_fd = sock;
+    bool ok = httplib_process_and_close_socket(this, sock);
+    current_client_fd = -1;
+    return ok;
+  }
+};
+
+bool valid_request_id(const std::string& id) {
+  if (id.empty() || id.size() > 64)
+    return false;
+  for (unsigned char c : id)
+    if (!(std::isalnum(c) || c == '.' || c == '_' || c == '-'))
+      return false;
+  return true;
+}
+
+std::string new_request_id() {
+  thread_local std::mt19937_64 rng{std::random_device{}()};
+  static const char* hex = "0123456789abcdef";
+  std::string id(32, '0');
+  for (int half = 0; half < 2; ++half) {
+    auto bits = rng();
+    for (int i = 0; i < 16; ++i, bits >>= 4)
+      id[half * 16 + i] = hex[bits & 0xF];
+  }
+  return id;
+}
+
+std::string raw_path(const httplib::Request& req) {
+  const auto& target = req.target.empty() ? req.path : req.target;
+  return target.substr(0, target.find('?'));
+}
+
+bool has_body(const httplib::Request& req) {
+  return req.has_header("Transfer-Encoding") ||
+         (req.has_header("Content-Length") && req.get_header_value("Content-Length") != "0");
+}
+
+void send(httplib::Response& res, const http_reply& reply) {
+  res.status = reply.status;
+  for (const auto& [name, value] : reply.headers)
+    res.set_header(name, value);
+  res.set_header("X-Request-Id", current_request_id);
+  res.set_content(reply.body, reply.content_type.c_str());
+}
+
+const char* code_for_status(int status) {
+  switch (status) {
+    case 404: return "no_route";
+    case 405: return "method_not_allowed";
+    case 413: return "payload_too_large";
+    case 414: return "uri_too_long";
+    case 431: return "headers_too_large";
+    case 503: return "overloaded";
+    default: return status >= 500 ? "internal_error" : "bad_request";
+  }
+}
+
+} // namespace
+
+struct http_front::impl {
+  const config& cfg;
+  gateway_stats& stats;
+  caf::actor_system& system;
+  section_runtime runtime;
+  front_server server;
+
+  impl(const config& c, gateway_stats& s, caf::actor_system& sys, section_runtime rt)
+    : cfg(c), stats(s), system(sys), runtime(rt) {
+    const auto threads = cfg.max_inflight + reserve_handler_threads;
+    server.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+    server.set_tcp_nodelay(true); // without it Nagle + delayed ACK cost ~40 ms per response
+    server.set_keep_alive_timeout(keep_alive_idle_seconds);
+    server.set_keep_alive_max_count(1000);
+    server.set_payload_max_length(cfg.max_body_bytes);
+    server.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+      return pre_route(req, res);
+    });
+    // Requests with a body come here after httplib has read it (within max_body_bytes).
+    auto with_body = [this](const httplib::Request& req, httplib::Response& res) { serve(req, res); };
+    server.Get(".*", with_body);
+    server.Post(".*", with_body);
+    server.Put(".*", with_body);
+    server.Patch(".*", with_body);
+    server.Delete(".*", with_body);
+    server.Options(".*", with_body);
+    // Anything httplib refuses by itself (malformed request, 413, 414) still gets the JSON body.
+    server.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
+      if (current_request_id.empty())
+        current_request_id = new_request_id();
+      if (res.body.empty())
+        send(res, error_reply(res.status, code_for_status(res.status), current_request_id));
+      (void)req;
+    });
+    server.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr) {
+      send(res, error_reply(500, "internal_error", current_request_id));
+    });
+  }
+
+  httplib::Server::HandlerResponse pre_route(const httplib::Request& req, httplib::Response& res) {
+    auto inbound_id = req.get_header_value("X-Request-Id");
+    current_request_id = valid_request_id(inbound_id) ? inbound_id : new_request_id();
+    if (has_body(req) && !is_ops_path(req.path))
+      if (auto refusal = check(req); !refusal)
+        return httplib::Server::HandlerResponse::Unhandled; // read the body first, then serve()
+    serve(req, res);
+    if (has_body(req)) // answered without reading the body: its bytes must not become a request
+      res.set_header("Connection", "close");
+    return httplib::Server::HandlerResponse::Handled;
+  }
+
+  /// The checks that come before reading a body: route, method, declared size.
+  std::optional<http_reply> check(const httplib::Request& req) {
+    auto match = match_route(cfg.routes, raw_path(req));
+    if (!match)
+      return error_reply(404, "no_route", current_request_id);
+    const auto& route = cfg.routes[match->route];
+    const char* method = route.batch ? "POST" : "GET";
+    if (req.method != method) {
+      auto reply = error_reply(405, "method_not_allowed", current_request_id);
+      reply.headers.emplace_back("Allow", method);
+      return reply;
+    }
+    if (req.has_header("Content-Length")) {
+      auto declared = req.get_header_value("Content-Length");
+      if (declared.size() > 18 || std::stoull("0" + declared) > cfg.max_body_bytes)
+        return error_reply(413, "payload_too_large", current_request_id);
+    }
+    return std::nullopt;
+  }
+
+  void serve(const httplib::Request& req, httplib::Response& res) {
+    const auto arrived = clock::now();
+    if (is_ops_path(req.path)) {
+      send(res, serve_ops(req.method, req.path, current_request_id, cfg, stats, system, *runtime.client));
+      return;
+    }
+    if (auto refusal = check(req)) {
+      log_request(current_request_id, "", refusal->status, 0,
+                  std::string{"refused: "} + code_for_status(refusal->status));
+      send(res, *refusal);
+      return;
+    }
+    auto match = match_route(cfg.routes, raw_path(req));
+    const auto& route = cfg.routes[match->route];
+    if (stats.inflight.fetch_add(1) >= static_cast<std::int64_t>(cfg.max_inflight)) {
+      stats.inflight.fetch_sub(1);
+      stats.overloaded.fetch_add(1, std::memory_order_relaxed);
+      auto reply = error_reply(503, "overloaded", current_request_id);
+      reply.headers.emplace_back("Retry-After", "1");
+      log_request(current_request_id, route.path, 503, 0, "refused: max_inflight");
+      send(res, reply);
+      return;
+    }
+    if (route.batch) {
+      send(res, error_reply(501, "not_implemented", current_request_id));
+    } else {
+      send(res, aggregate(req, route, std::move(match->captures), arrived));
+    }
+    stats.inflight.fetch_sub(1);
+  }
+
+  http_reply aggregate(const httplib::Request& req, const route_config& route,
+                       std::vector<std::pair<std::string, std::string>> captures,
+                       clock::time_point arrived) {
+    auto job = std::make_shared<aggregate_job>();
+    job->route = &route;
+    job->runtime = runtime;
+    job->channel = std::make_shared<reply_channel>();
+    auto& in = job->inbound;
+    in.request_id = current_request_id;
+    in.arrived = arrived;
+    in.captures = std::move(captures);
+    for (const auto& [name, value] : req.params)
+      in.query.emplace(name, value);
+    for (const auto& [name, value] : req.headers) {
+      std::string lower = name;
+      for (auto& c : lower)
+        c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      in.headers.emplace(std::move(lower), value);
+    }
+    auto channel = job->channel;
+    auto coordinator_actor = system.spawn(coordinator, std::shared_ptr<const aggregate_job>(job));
+    switch (channel->wait(current_client_fd, arrived + route.deadline + handler_grace)) {
+      case reply_channel::outcome::replied:
+        return channel->take();
+      case reply_channel::outcome::client_gone:
+        caf::anon_send_exit(coordinator_actor, caf::exit_reason::user_shutdown);
+        stats.client_gone.fetch_add(1, std::memory_order_relaxed);
+        log_request(current_request_id, route.path, 499, elapsed_ms(arrived), "client closed the connection");
+        return error_reply(499, "client_closed", current_request_id);
+      case reply_channel::outcome::timed_out:
+        break;
+    }
+    caf::anon_send_exit(coordinator_actor, caf::exit_reason::user_shutdown);
+    log_request(current_request_id, route.path, 504, elapsed_ms(arrived), "coordinator missed the hard limit");
+    return error_reply(504, "upstream_timeout", current_request_id);
+  }
+
+  static std::int64_t elapsed_ms(clock::time_point since) {
+    return std::chrono::duration_cast<millis>(clock::now() - since).count();
+  }
+};
+
+http_front::http_front(const config& cfg, gateway_stats& stats, caf::actor_system& system,
+                       section_runtime runtime)
+  : impl_(std::make_unique<impl>(cfg, stats, system, runtime)) {
+}
+
+http_front::~http_front() {
+  stop();
+}
+
+int http_front::bind(const std::string& host, int port) {
+  auto& server = impl_->server;
+  int bound = port == 0 ? server.bind_to_any_port(host) : (server.bind_to_port(host, port) ? port : -1);
+  if (bound < 0)
+    throw std::runtime_error("cannot listen on " + host + ":" + std::to_string(port));
+  // httplib listens with a backlog of 5, which overflows on bursts (1 s SYN retransmit tails).
+  ::listen(server.listen_fd(), SOMAXCONN);
+  return bound;
+}
+
+void http_front::run() {
+  impl_->server.listen_after_bind();
+}
+
+bool http_front::running() const {
+  return impl_->server.is_running();
+}
+
+void http_front::stop() {
+  if (impl_->server.is_running())
+    impl_->server.stop();
+}
+
+} // namespace gather

@@ -1,0 +1,121 @@
+// gather: the command line (CONTRACT §1).
+#include <csignal>
+#include <cstdio>
+#include <iostream>
+#include <pthread.h>
+
+#include <CLI/CLI.hpp>
+
+#include "gather/config.hpp"
+#include "gather/demo.hpp"
+#include "gather/gateway.hpp"
+
+namespace {
+
+constexpr int exit_invalid_config = 2;
+
+/// SIGINT/SIGTERM are blocked in every thread (so none is interrupted) and taken here by sigwait.
+sigset_t termination_signals() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  return set;
+}
+
+int report_problems(const gather::config_result& result) {
+  for (const auto& problem : result.problems)
+    std::cerr << problem << "\n";
+  return exit_invalid_config;
+}
+
+/// Serves until SIGINT/SIGTERM, then drains: requests in flight finish (each by its deadline).
+int serve(gather::config cfg, const std::string& listen, const std::string& banner = {}) {
+  try {
+    gather::gateway gw{std::move(cfg)};
+    int port = gw.start(listen);
+    auto host = gather::split_host_port(listen.empty() ? gw.cfg().listen : listen)->first;
+    std::cout << "listening on http://" << host << ":" << port << std::endl;
+    if (!banner.empty()) {
+      std::string text = banner;
+      for (auto at = text.find("{base}"); at != std::string::npos; at = text.find("{base}"))
+        text.replace(at, 6, "http://" + host + ":" + std::to_string(port));
+      std::cout << text << std::flush;
+    }
+    auto set = termination_signals();
+    int signal = 0;
+    sigwait(&set, &signal);
+    std::cerr << "gather: signal " << signal << ", draining requests in flight\n";
+    gw.stop();
+  } catch (const std::exception& e) {
+    std::cerr << "gather: " << e.what() << "\n";
+    return 1;
+  }
+  return 0;
+}
+
+const char* demo_banner = R"(
+Gather demo: a product page from six simulated downstreams (reviews is slow, shop is flaky).
+Try:
+  curl -s {base}/products/42            # reviews times out: degraded, with its fallback
+  curl -s -H 'X-Tenant: acme' {base}/products/42
+  curl -s {base}/products/1234          # stock answers 404: its data comes from base.stock
+  curl -s {base}/healthz
+  curl -s {base}/metrics
+Stop with Ctrl-C.
+)";
+
+} // namespace
+
+int main(int argc, char** argv) {
+  auto set = termination_signals();
+  pthread_sigmask(SIG_BLOCK, &set, nullptr); // before any thread exists, so all inherit it
+
+  CLI::App app{"Gather: an actor-model scatter-gather API gateway"};
+  app.set_version_flag("--version", std::string{"gather "} + GATHER_VERSION);
+  app.require_subcommand(1);
+
+  std::string listen, config_file;
+  auto* demo = app.add_subcommand("demo", "Run the gateway on built-in simulated downstreams");
+  demo->add_option("--listen", listen, "host:port to listen on (port 0 picks one)");
+  auto* serve_cmd = app.add_subcommand("serve", "Run the gateway on a configuration file");
+  serve_cmd->add_option("--config", config_file, "configuration file (JSON)")->required();
+  serve_cmd->add_option("--listen", listen, "host:port, overrides the file's listen");
+  auto* check = app.add_subcommand("check", "Validate a configuration file");
+  check->add_option("--config", config_file, "configuration file (JSON)")->required();
+  auto* node = app.add_subcommand("node", "Run a cluster worker node");
+  node->add_option("--listen", listen, "host:port to publish the node on")->required();
+
+  CLI11_PARSE(app, argc, argv);
+
+  if (*check) {
+    auto result = gather::load_config_file(config_file);
+    if (!result.value)
+      return report_problems(result);
+    std::size_t sections = 0;
+    for (const auto& route : result.value->routes)
+      sections += route.sections.size();
+    std::cout << "ok: " << config_file << ": " << result.value->routes.size() << " routes, "
+              << sections << " sections, listen " << result.value->listen << "\n";
+    return 0;
+  }
+  if (*serve_cmd) {
+    auto result = gather::load_config_file(config_file);
+    if (!result.value)
+      return report_problems(result);
+    if (!listen.empty() && !gather::split_host_port(listen)) {
+      std::cerr << "--listen: must be host:port\n";
+      return exit_invalid_config;
+    }
+    return serve(std::move(*result.value), listen);
+  }
+  if (*demo) {
+    gather::demo_downstreams downstreams;
+    auto result = gather::load_config(downstreams.config_json(listen.empty() ? "127.0.0.1:8080" : listen));
+    if (!result.value)
+      return report_problems(result);
+    return serve(std::move(*result.value), "", demo_banner);
+  }
+  std::cerr << "gather node: cluster worker nodes are not part of this build yet\n";
+  return 1;
+}

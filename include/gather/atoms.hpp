@@ -1,0 +1,14 @@
+// The atoms Gather's actors speak (CAF 0.17 atoms: at most 10 characters of [0-9A-Za-z_ ]).
+#pragma once
+
+#include <caf/atom.hpp>
+
+namespace gather {
+
+using run_atom = caf::atom_constant<caf::atom("run")>;           ///< coordinator -> worker: start
+using deadline_atom = caf::atom_constant<caf::atom("deadline")>; ///< coordinator -> itself
+using attempt_atom = caf::atom_constant<caf::atom("attempt")>;   ///< worker -> coordinator: a call started
+using retry_atom = caf::atom_constant<caf::atom("retry")>;       ///< worker -> itself, after backoff
+using done_atom = caf::atom_constant<caf::atom("done")>;         ///< client -> worker: transfer ended
+
+} // namespace gather

@@ -1,0 +1,52 @@
+// The coordinator: one actor per inbound aggregate request (see actors/coordinator.cpp).
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include <caf/stateful_actor.hpp>
+#include <nlohmann/json.hpp>
+
+#include "gather/config.hpp"
+#include "gather/inbound_request.hpp"
+#include "gather/reply_channel.hpp"
+#include "gather/section_outcome.hpp"
+#include "gather/section_worker.hpp"
+
+namespace gather {
+
+/// Everything one aggregate request needs, handed over by the HTTP front.
+struct aggregate_job {
+  const route_config* route = nullptr;
+  inbound_request inbound;
+  std::shared_ptr<reply_channel> channel; ///< where the answer goes
+  section_runtime runtime;
+};
+
+struct coordinator_state {
+  enum class phase : std::uint8_t { waiting, running, done };
+
+  std::shared_ptr<const aggregate_job> job;
+  steady_time deadline;
+  std::vector<phase> phases;
+  std::vector<section_outcome> outcomes;
+  std::vector<steady_time> started;
+  std::vector<std::optional<nlohmann::json>> parsed; ///< data of sections others read, parsed once
+  std::size_t open = 0;                              ///< sections not yet done
+  std::shared_ptr<std::atomic<bool>> answered = std::make_shared<std::atomic<bool>>(false);
+
+  ~coordinator_state();
+  static inline const char* name = "coordinator";
+};
+
+/// How much longer than a worker's own budget its coordinator waits for the worker's reply before
+/// calling the section `timeout`: the worker's per-attempt timeouts are exact (curl's), so this
+/// only covers message delivery and scheduling.
+constexpr millis worker_reply_grace{100};
+
+caf::behavior coordinator(caf::stateful_actor<coordinator_state>* self,
+                          std::shared_ptr<const aggregate_job> job);
+
+} // namespace gather

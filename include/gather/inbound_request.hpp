@@ -1,0 +1,26 @@
+// What the HTTP front hands to a coordinator: the parts of the inbound request a route may read.
+#pragma once
+
+#include <chrono>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace gather {
+
+using steady_time = std::chrono::steady_clock::time_point;
+
+struct inbound_request {
+  std::string request_id;
+  std::vector<std::pair<std::string, std::string>> captures; ///< decoded path captures
+  std::multimap<std::string, std::string> query;             ///< decoded query parameters
+  std::multimap<std::string, std::string> headers;           ///< names lower-case
+  steady_time arrived;
+
+  /// First value of a query parameter / header (header name lower-case), "" when absent.
+  std::string query_value(const std::string& name) const;
+  std::string header_value(const std::string& lower_name) const;
+};
+
+} // namespace gather

@@ -1,0 +1,24 @@
+// The built-in operations endpoints: /healthz, /metrics, /debug/actors, /dashboard (CONTRACT §6).
+#pragma once
+
+#include <string>
+
+#include <caf/fwd.hpp>
+
+#include "gather/config.hpp"
+#include "gather/downstream_client.hpp"
+#include "gather/gateway_stats.hpp"
+#include "gather/http_reply.hpp"
+
+namespace gather {
+
+/// True for the paths that take precedence over every route.
+bool is_ops_path(const std::string& path);
+
+/// Answers an operations path (GET only; anything else is 405).
+http_reply serve_ops(const std::string& method, const std::string& path, const std::string& request_id,
+                     const config& cfg,
+                     const gateway_stats& stats, caf::actor_system& system,
+                     const downstream_client& client);
+
+} // namespace gather

@@ -1,0 +1,27 @@
+// One JSON line per request on stderr (CONTRACT §7): what responses never carry goes here.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "gather/config.hpp"
+#include "gather/inbound_request.hpp"
+#include "gather/section_outcome.hpp"
+
+namespace gather {
+
+/// An aggregate request: id, route, status, total ms, and per section status, source, attempts,
+/// ms, the last downstream HTTP status and the private failure detail.
+void log_request(const inbound_request& in, const std::string& route, int status, std::int64_t ms,
+                 const std::vector<section_config>& sections,
+                 const std::vector<section_outcome>& outcomes);
+
+/// A request answered without sections (errors, refusals, a client that left).
+void log_request(const std::string& request_id, const std::string& route, int status,
+                 std::int64_t ms, const std::string& detail = {});
+
+/// Writes one line to stderr atomically with respect to other log lines.
+void write_log_line(const std::string& json_line);
+
+} // namespace gather

@@ -1,0 +1,33 @@
+// What happened to one section of one request: the value a worker answers its coordinator with.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include <caf/meta/type_name.hpp>
+
+namespace gather {
+
+enum class section_status : std::uint8_t { ok, timeout, error, rejected, skipped };
+enum class data_source : std::uint8_t { live, cache, fallback };
+
+const char* to_string(section_status status);
+const char* to_string(data_source source);
+
+struct section_outcome {
+  section_status status = section_status::skipped;
+  data_source source = data_source::live;
+  std::int32_t attempts = 0;    ///< downstream calls started
+  std::int64_t ms = 0;          ///< the section's whole time, backoff included
+  std::string data;             ///< serialized JSON (status ok only; projection applied)
+  std::int32_t last_http = 0;   ///< HTTP status of the last attempt, 0 if none arrived
+  std::string detail;           ///< private reason, for the log only
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, section_outcome& x) {
+  return f(caf::meta::type_name("gather.section_outcome"), x.status, x.source, x.attempts, x.ms,
+           x.data, x.last_http, x.detail);
+}
+
+} // namespace gather

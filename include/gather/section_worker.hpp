@@ -1,0 +1,59 @@
+// The section worker: one actor per section per request, owning that section's attempts.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <caf/actor.hpp>
+#include <caf/typed_response_promise.hpp>
+#include <caf/stateful_actor.hpp>
+
+#include "gather/config.hpp"
+#include "gather/downstream_client.hpp"
+#include "gather/gateway_stats.hpp"
+#include "gather/inbound_request.hpp"
+#include "gather/section_outcome.hpp"
+
+namespace gather {
+
+/// What the process gives every worker: where to send calls and what to count.
+struct section_runtime {
+  downstream_client* client = nullptr;
+  gateway_stats* stats = nullptr;
+  std::size_t max_response_bytes = 8 * 1024 * 1024;
+};
+
+/// One section of one request, resolved: the URL is rendered, the headers chosen.
+struct section_call {
+  const section_config* section = nullptr;
+  std::size_t index = 0; ///< the section's position in its route
+  std::string url;
+  std::vector<std::string> headers; ///< "Name: value"
+  steady_time deadline;
+  /// Set once the request is answered: anything arriving afterwards is a late reply.
+  std::shared_ptr<std::atomic<bool>> answered;
+};
+
+struct section_worker_state {
+  section_runtime runtime;
+  section_call call;
+  caf::actor coordinator;
+  caf::typed_response_promise<section_outcome> promise;
+  bool promised = false;
+  std::uint64_t transfer = 0; ///< the attempt in flight, 0 when none
+  std::int32_t attempts = 0;
+  millis next_backoff{0};
+  steady_time started;
+
+  ~section_worker_state(); ///< cancels a transfer still in flight (the worker quit or was killed)
+  static inline const char* name = "section_worker";
+};
+
+/// Spawned by a coordinator, which it monitors: when the coordinator goes, the worker cancels its
+/// transfer and quits. Answers `run_atom` once with a section_outcome.
+caf::behavior section_worker(caf::stateful_actor<section_worker_state>* self, caf::actor coordinator,
+                             section_runtime runtime, section_call call);
+
+} // namespace gather
