@@ -224,14 +224,16 @@ public:
       read_millis(key, min, max, out);
   }
 
-  void read_number(std::string_view key, double min, double max, double& out) const {
+  /// Any JSON number (integer or not) in [min, max].
+  void read_number(std::string_view key, long long min, long long max, double& out) const {
     const json* value = find(key);
     if (!value)
       return;
-    if (value->is_number() && value->get<double>() >= min && value->get<double>() <= max)
+    const auto in_range = [&](double number) { return number >= min && number <= max; };
+    if (value->is_number() && in_range(value->get<double>()))
       out = value->get<double>();
     else
-      problem(key, "must be a number from " + json(min).dump() + " to " + json(max).dump());
+      problem(key, "must be a number from " + std::to_string(min) + " to " + std::to_string(max));
   }
 
   void read_bool(std::string_view key, bool& out) const {

@@ -1,0 +1,47 @@
+// The real `gather` binary as a child process: its output read line by line, signals, exit status.
+#pragma once
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <sys/types.h>
+#include <vector>
+
+namespace gather::test {
+
+class child_process {
+public:
+  /// Starts `program` with `args`; stdout and stderr are piped back.
+  child_process(const std::string& program, const std::vector<std::string>& args);
+  ~child_process(); ///< SIGKILLs and reaps a child still running
+
+  /// The next stdout line that contains `needle`, waiting at most `limit`.
+  std::optional<std::string> wait_for_line(const std::string& needle,
+                                           std::chrono::milliseconds limit = std::chrono::seconds(10));
+  void signal(int sig);
+  /// Waits for the exit; the exit code, or nullopt if it did not exit within `limit` (or died by a signal).
+  std::optional<int> wait_exit(std::chrono::milliseconds limit = std::chrono::seconds(10));
+  /// Everything read from stdout / stderr so far (call after wait_exit for all of it).
+  const std::string& out() const { return out_; }
+  const std::string& err() const { return err_; }
+
+private:
+  void pump(std::chrono::milliseconds limit); ///< reads what is available, waiting at most `limit`
+  pid_t pid_ = -1;
+  int out_fd_ = -1, err_fd_ = -1;
+  std::string out_, err_;
+  std::size_t consumed_ = 0; ///< stdout bytes already returned as lines
+  bool exited_ = false;
+};
+
+/// Runs a command to completion: exit code, stdout, stderr.
+struct run_result {
+  int code = -1;
+  std::string out, err;
+};
+run_result run(const std::string& program, const std::vector<std::string>& args);
+
+/// Writes `text` to a fresh temporary file and returns its path.
+std::string temp_file(const std::string& text, const std::string& suffix = ".json");
+
+} // namespace gather::test
