@@ -9,7 +9,6 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -32,12 +31,20 @@ constexpr long long max_timeout_ms = 600000;
 constexpr long long max_size_bytes = 1073741824;
 
 /// Built-in endpoints: they take precedence, so a route on one of these paths could never be hit.
-constexpr std::string_view builtin_paths[] = {"/healthz", "/metrics", "/debug/actors", "/dashboard"};
+constexpr std::string_view builtin_paths[] = {"/healthz", "/metrics", "/debug/actors",
+                                              "/dashboard"};
 
 /// Hop-by-hop headers and Host describe one connection, never the request: never forwarded.
-constexpr std::string_view unforwardable_headers[] = {
-    "connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "proxy-connection",
-    "te",         "trailer",    "transfer-encoding",  "upgrade",             "host"};
+constexpr std::string_view unforwardable_headers[] = {"connection",
+                                                      "keep-alive",
+                                                      "proxy-authenticate",
+                                                      "proxy-authorization",
+                                                      "proxy-connection",
+                                                      "te",
+                                                      "trailer",
+                                                      "transfer-encoding",
+                                                      "upgrade",
+                                                      "host"};
 
 /// Names that would be read as `{query.q}`, `{header.h}` or `{item}` in a URL template.
 constexpr std::string_view reserved_section_names[] = {"query", "header", "item"};
@@ -73,8 +80,7 @@ std::string join(const std::vector<std::string>& pieces, std::string_view separa
   return out;
 }
 
-template <class List, class Value>
-bool contains(const List& list, const Value& value) {
+template <class List, class Value> bool contains(const List& list, const Value& value) {
   return std::find(std::begin(list), std::end(list), value) != std::end(list);
 }
 
@@ -83,7 +89,8 @@ bool is_digit(char c) { return c >= '0' && c <= '9'; }
 
 /// RFC 9110 token characters: what a header name may be made of.
 bool is_token_char(char c) {
-  return is_alpha(c) || is_digit(c) || std::string_view("!#$%&'*+-.^_`|~").find(c) != std::string_view::npos;
+  return is_alpha(c) || is_digit(c) ||
+         std::string_view("!#$%&'*+-.^_`|~").find(c) != std::string_view::npos;
 }
 
 bool is_token(std::string_view text) {
@@ -99,7 +106,8 @@ bool is_path_literal_char(char c) {
 /// [A-Za-z_][A-Za-z0-9_]*: a path capture's name.
 bool is_capture_name(std::string_view name) {
   return !name.empty() && (is_alpha(name[0]) || name[0] == '_') &&
-         std::all_of(name.begin(), name.end(), [](char c) { return is_alpha(c) || is_digit(c) || c == '_'; });
+         std::all_of(name.begin(), name.end(),
+                     [](char c) { return is_alpha(c) || is_digit(c) || c == '_'; });
 }
 
 /// [a-z][a-z0-9_]*: a section's name.
@@ -111,8 +119,9 @@ bool is_section_name(std::string_view name) {
 
 std::string lower_case(std::string_view text) {
   std::string out(text);
-  std::transform(out.begin(), out.end(), out.begin(),
-                 [](char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; });
+  std::transform(out.begin(), out.end(), out.begin(), [](char c) {
+    return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c;
+  });
   return out;
 }
 
@@ -136,7 +145,9 @@ bool is_prefix(const field_path& prefix, const field_path& path) {
 
 class problem_list {
 public:
-  void add(const std::string& path, const std::string& message) { items_.push_back(path + ": " + message); }
+  void add(const std::string& path, const std::string& message) {
+    items_.push_back(path + ": " + message);
+  }
   bool empty() const { return items_.empty(); }
   std::vector<std::string> take() { return std::move(items_); }
 
@@ -317,7 +328,8 @@ private:
     if (frames_.empty())
       return "";
     const frame& parent = frames_.back();
-    return parent.array ? element_path(parent.path, parent.next_index) : member_path(parent.path, parent.key);
+    return parent.array ? element_path(parent.path, parent.next_index)
+                        : member_path(parent.path, parent.key);
   }
 
   void on_key(std::string key) {
@@ -361,7 +373,8 @@ std::optional<std::string> parse_path_segment(std::string_view raw, path_segment
   if (raw.front() == '{') {
     const std::string_view name = raw.substr(1, raw.size() - 1 - (raw.back() == '}'));
     if (raw.back() != '}' || !is_capture_name(name))
-      return "segment " + in_quotes(raw) + ": a capture is a whole segment {name} with name [A-Za-z_][A-Za-z0-9_]*";
+      return "segment " + in_quotes(raw) +
+             ": a capture is a whole segment {name} with name [A-Za-z_][A-Za-z0-9_]*";
     out = {true, std::string(name)};
     return std::nullopt;
   }
@@ -370,16 +383,19 @@ std::optional<std::string> parse_path_segment(std::string_view raw, path_segment
            ": a literal segment may hold only A-Z a-z 0-9 . _ ~ ! $ & ' ( ) * + , ; = : @ - "
            "(a capture is a whole segment {name})";
   if (raw == "." || raw == "..")
-    return "segment " + in_quotes(raw) + ": dot segments are removed by clients and proxies, so they never arrive";
+    return "segment " + in_quotes(raw) +
+           ": dot segments are removed by clients and proxies, so they never arrive";
   out = {false, std::string(raw)};
   return std::nullopt;
 }
 
 /// Parses a route path into `segments`; every problem with it ("/" has no segments).
-std::vector<std::string> parse_route_path(std::string_view path, std::vector<path_segment>& segments) {
+std::vector<std::string> parse_route_path(std::string_view path,
+                                          std::vector<path_segment>& segments) {
   std::vector<std::string> errors;
   if (is_builtin_path(path))
-    errors.push_back(in_quotes(path) + " is a built-in endpoint, which takes precedence over routes");
+    errors.push_back(in_quotes(path) +
+                     " is a built-in endpoint, which takes precedence over routes");
   if (path == "/")
     return errors;
   std::set<std::string> capture_names;
@@ -438,15 +454,19 @@ bool has_capture(const route_config& route, std::string_view name) {
 
 /// What the placeholders of one URL template may refer to.
 struct template_scope {
-  const route_config* route = nullptr;                           ///< null: captures are not checked
-  const std::map<std::string, std::size_t>* sections = nullptr; ///< null: a batch url (no section refs)
-  std::optional<std::size_t> self;                               ///< the section whose url this is
+  /// The route whose captures `{name}` may use; null when its path is invalid (left unchecked).
+  const route_config* route = nullptr;
+  /// Section name -> index; null in a batch url, which cannot refer to sections.
+  const std::map<std::string, std::size_t>* sections = nullptr;
+  /// The section whose url this is.
+  std::optional<std::size_t> self;
 };
 
 std::string placeholder_text(std::string_view name) { return "{" + std::string(name) + "}"; }
 
 /// Parses the inside of one `{...}`; the part, or the problem with it.
-std::variant<url_part, std::string> parse_placeholder(std::string_view name, const template_scope& scope) {
+std::variant<url_part, std::string> parse_placeholder(std::string_view name,
+                                                      const template_scope& scope) {
   using kind = url_part::kind;
   const std::string shown = placeholder_text(name);
   const std::optional<field_path> pieces = parse_dotted(name);
@@ -475,7 +495,8 @@ std::variant<url_part, std::string> parse_placeholder(std::string_view name, con
     return shown + ": this route has no section " + in_quotes(head);
   if (section->second == scope.self)
     return shown + ": a section cannot refer to its own data";
-  return url_part{kind::section, head, field_path(pieces->begin() + 1, pieces->end()), section->second};
+  return url_part{kind::section, head, field_path(pieces->begin() + 1, pieces->end()),
+                  section->second};
 }
 
 /// Appends literal text, merging it into a literal part that ends the list.
@@ -502,9 +523,11 @@ std::vector<std::string> url_prefix_problems(std::string_view url) {
     errors.push_back("must start with http:// or https://");
     return errors;
   }
-  const std::string_view authority = url.substr(scheme_end, url.find_first_of("/?", scheme_end) - scheme_end);
+  const std::string_view authority =
+      url.substr(scheme_end, url.find_first_of("/?", scheme_end) - scheme_end);
   if (authority.find_first_of("{}") != std::string_view::npos)
-    errors.push_back("placeholders are allowed only in the path and query, not in the host or port");
+    errors.push_back(
+        "placeholders are allowed only in the path and query, not in the host or port");
   else if (authority.empty())
     errors.push_back("needs a host after the scheme");
   return errors;
@@ -524,7 +547,8 @@ url_template parse_url_template(std::string_view source, const template_scope& s
       break;
     const std::size_t close = source.find_first_of("{}", brace + 1);
     if (source[brace] == '}' || close == std::string_view::npos || source[close] == '{') {
-      errors.push_back("unbalanced " + in_quotes(source.substr(brace, 1)) + " at offset " + std::to_string(brace));
+      errors.push_back("unbalanced " + in_quotes(source.substr(brace, 1)) + " at offset " +
+                       std::to_string(brace));
       at = brace + 1;
       continue;
     }
@@ -543,7 +567,8 @@ url_template read_url(const object_reader& object, const template_scope& scope) 
   const std::string expected = "an http:// or https:// URL template";
   if (!object.require("url", expected))
     return {};
-  const std::optional<std::string> source = object.read_string("url", "a string (" + expected + ")");
+  const std::optional<std::string> source =
+      object.read_string("url", "a string (" + expected + ")");
   if (!source)
     return {};
   std::vector<std::string> errors;
@@ -574,7 +599,8 @@ std::vector<field_path> read_fields(const object_reader& parent) {
     return fields;
   // [] would read as "keep nothing" but the runtime takes empty as "keep everything".
   if (!value->is_array() || value->empty()) {
-    parent.problem("fields", "must be a non-empty array of dotted field paths like \"a.b\" (leave it out to keep everything)");
+    parent.problem("fields", "must be a non-empty array of dotted field paths like \"a.b\" (leave "
+                             "it out to keep everything)");
     return fields;
   }
   for (std::size_t i = 0; i < value->size(); ++i) {
@@ -620,7 +646,8 @@ std::vector<std::string> read_forward_headers(const object_reader& parent) {
 // Sections
 
 /// Reads `fallback_from` ("s" or "s.a.b"); nullopt when absent or invalid (reported).
-std::optional<field_ref> read_fallback_from(const object_reader& section, const template_scope& scope) {
+std::optional<field_ref> read_fallback_from(const object_reader& section,
+                                            const template_scope& scope) {
   const std::string expected = "a string \"s\" or \"s.a.b\" naming another section's data";
   const std::optional<std::string> text = section.read_string("fallback_from", expected);
   if (!text)
@@ -654,9 +681,13 @@ void read_section_name(const object_reader& section, std::size_t index,
   if (!is_section_name(*name))
     section.problem("name", "must match [a-z][a-z0-9_]*");
   else if (contains(reserved_section_names, *name))
-    section.problem("name", in_quotes(*name) + " is reserved: {query.q}, {header.h} and {item} mean something else in URL templates");
+    section.problem(
+        "name",
+        in_quotes(*name) +
+            " is reserved: {query.q}, {header.h} and {item} mean something else in URL templates");
   else if (const std::size_t first = names.at(*name); first != index)
-    section.problem("name", "duplicate section name " + in_quotes(*name) + " (also sections[" + std::to_string(first) + "])");
+    section.problem("name", "duplicate section name " + in_quotes(*name) + " (also sections[" +
+                                std::to_string(first) + "])");
 }
 
 /// An optional section must say how it degrades. A `required` that is not a boolean is reported
@@ -676,10 +707,11 @@ std::vector<std::size_t> url_dependencies(const url_template& url) {
   return {sections.begin(), sections.end()};
 }
 
-section_config read_section(const object_reader& section, std::size_t index, const route_config& route,
-                            bool route_path_valid, const std::map<std::string, std::size_t>& names) {
-  section.reject_unknown_keys({"name", "url", "timeout_ms", "required", "fallback", "fallback_from", "retry",
-                               "cache_ttl_ms", "fields", "forward_headers"});
+section_config read_section(const object_reader& section, std::size_t index,
+                            const route_config& route, bool route_path_valid,
+                            const std::map<std::string, std::size_t>& names) {
+  section.reject_unknown_keys({"name", "url", "timeout_ms", "required", "fallback", "fallback_from",
+                               "retry", "cache_ttl_ms", "fields", "forward_headers"});
   const template_scope scope{route_path_valid ? &route : nullptr, &names, index};
   section_config out;
   read_section_name(section, index, names, out);
@@ -699,7 +731,8 @@ section_config read_section(const object_reader& section, std::size_t index, con
   out.fields = read_fields(section);
   out.forward_headers = read_forward_headers(section);
   if (is_optional(section) && !section.find("fallback") && !section.find("fallback_from"))
-    section.problems().add(section.path(), "optional section needs \"fallback\" or \"fallback_from\"");
+    section.problems().add(section.path(),
+                           "optional section needs \"fallback\" or \"fallback_from\"");
   return out;
 }
 
@@ -735,7 +768,8 @@ dependency_graph dependency_edges(const std::vector<section_config>& sections) {
 /// Depth-first search; every back edge closes one cycle, listed from its first section back to it.
 class cycle_finder {
 public:
-  explicit cycle_finder(const dependency_graph& edges) : edges_(edges), state_(edges.size(), state::unvisited) {}
+  explicit cycle_finder(const dependency_graph& edges)
+      : edges_(edges), state_(edges.size(), state::unvisited) {}
 
   std::vector<std::vector<std::size_t>> find() {
     for (std::size_t node = 0; node < edges_.size(); ++node) {
@@ -776,7 +810,8 @@ std::vector<std::size_t> resolve_order(const dependency_graph& edges) {
   std::vector<std::size_t> order;
   std::vector<bool> placed(edges.size(), false);
   const auto is_ready = [&](std::size_t node) {
-    return !placed[node] && std::all_of(edges[node].begin(), edges[node].end(), [&](std::size_t d) { return placed[d]; });
+    return !placed[node] && std::all_of(edges[node].begin(), edges[node].end(),
+                                        [&](std::size_t d) { return placed[d]; });
   };
   while (order.size() < edges.size()) {
     std::size_t node = 0;
@@ -790,15 +825,16 @@ std::vector<std::size_t> resolve_order(const dependency_graph& edges) {
 
 /// Whether data projected to `kept` can still hold a scalar at `field` (empty `kept` keeps all).
 bool projection_keeps_value(const std::vector<field_path>& kept, const field_path& field) {
-  return kept.empty() ||
-         std::any_of(kept.begin(), kept.end(), [&](const field_path& k) { return is_prefix(k, field); });
+  return kept.empty() || std::any_of(kept.begin(), kept.end(),
+                                     [&](const field_path& k) { return is_prefix(k, field); });
 }
 
 /// Whether data projected to `kept` can still hold anything at `field`: fallback_from may also
 /// read an object that keeps only some of its members.
 bool projection_keeps_anything(const std::vector<field_path>& kept, const field_path& field) {
   return projection_keeps_value(kept, field) ||
-         std::any_of(kept.begin(), kept.end(), [&](const field_path& k) { return is_prefix(field, k); });
+         std::any_of(kept.begin(), kept.end(),
+                     [&](const field_path& k) { return is_prefix(field, k); });
 }
 
 std::string dotted(const std::string& section, const field_path& field) {
@@ -806,21 +842,24 @@ std::string dotted(const std::string& section, const field_path& field) {
 }
 
 /// References to fields that the referenced section's own `fields` drops could never resolve.
-void check_projected_references(const std::vector<section_config>& sections, const std::string& sections_path,
-                                problem_list& problems) {
+void check_projected_references(const std::vector<section_config>& sections,
+                                const std::string& sections_path, problem_list& problems) {
   for (std::size_t i = 0; i < sections.size(); ++i) {
     const section_config& section = sections[i];
     const std::string path = element_path(sections_path, i);
     for (const url_part& part : section.url.parts) {
-      if (part.what == url_part::kind::section && !projection_keeps_value(sections[part.section].fields, part.field))
+      if (part.what == url_part::kind::section &&
+          !projection_keeps_value(sections[part.section].fields, part.field))
         problems.add(member_path(path, "url"), placeholder_text(dotted(part.text, part.field)) +
-                                                   " reads a field that " + part.text + "'s \"fields\" leaves out");
+                                                   " reads a field that " + part.text +
+                                                   "'s \"fields\" leaves out");
     }
     const std::optional<field_ref>& from = section.fallback_from;
     if (from && !projection_keeps_anything(sections[from->section].fields, from->field)) {
       const std::string& target = sections[from->section].name;
-      problems.add(member_path(path, "fallback_from"),
-                   in_quotes(dotted(target, from->field)) + " reads a field that " + target + "'s \"fields\" leaves out");
+      problems.add(member_path(path, "fallback_from"), in_quotes(dotted(target, from->field)) +
+                                                           " reads a field that " + target +
+                                                           "'s \"fields\" leaves out");
     }
   }
 }
@@ -864,13 +903,16 @@ void read_sections(const object_reader& route_object, const json* sections, bool
 // ---------------------------------------------------------------------------------------------
 // Batches, routes, cluster
 
-batch_config read_batch(const object_reader& batch, const route_config& route, bool route_path_valid) {
-  batch.reject_unknown_keys({"url", "max_items", "concurrency", "timeout_ms", "retry", "deadline_ms", "fields",
-                             "forward_headers"});
+batch_config read_batch(const object_reader& batch, const route_config& route,
+                        bool route_path_valid) {
+  batch.reject_unknown_keys({"url", "max_items", "concurrency", "timeout_ms", "retry",
+                             "deadline_ms", "fields", "forward_headers"});
   batch_config out;
-  out.url = read_url(batch, template_scope{route_path_valid ? &route : nullptr, nullptr, std::nullopt});
-  const bool has_item = std::any_of(out.url.parts.begin(), out.url.parts.end(),
-                                    [](const url_part& part) { return part.what == url_part::kind::item; });
+  out.url =
+      read_url(batch, template_scope{route_path_valid ? &route : nullptr, nullptr, std::nullopt});
+  const bool has_item =
+      std::any_of(out.url.parts.begin(), out.url.parts.end(),
+                  [](const url_part& part) { return part.what == url_part::kind::item; });
   if (!out.url.source.empty() && !has_item)
     batch.problem("url", "must contain {item}");
   batch.read_integer("max_items", 1, 100000, out.max_items);
@@ -898,15 +940,19 @@ read_route_result read_route(const object_reader& route) {
   const bool has_sections = sections != nullptr;
   const bool has_batch = route.find("batch") != nullptr;
   if (has_sections && has_batch)
-    route.problems().add(route.path(), "has both \"sections\" and \"batch\" (a route is one or the other)");
+    route.problems().add(route.path(),
+                         "has both \"sections\" and \"batch\" (a route is one or the other)");
   else if (!has_sections && !has_batch)
-    route.problems().add(route.path(), "needs \"sections\" (an aggregate route) or \"batch\" (a batch route)");
+    route.problems().add(route.path(),
+                         "needs \"sections\" (an aggregate route) or \"batch\" (a batch route)");
   if (has_batch && route.find("deadline_ms"))
-    route.problem("deadline_ms", "not allowed beside \"batch\" (a batch route's deadline is batch.deadline_ms)");
+    route.problem("deadline_ms",
+                  "not allowed beside \"batch\" (a batch route's deadline is batch.deadline_ms)");
   else
     route.read_millis("deadline_ms", 1, max_timeout_ms, out.deadline);
   if (has_batch && has_capture(out, "item"))
-    route.problem("path", "capture {item} is not allowed in a batch route ({item} is the batch item)");
+    route.problem("path",
+                  "capture {item} is not allowed in a batch route ({item} is the batch item)");
   if (has_sections)
     read_sections(route, sections, result.path_valid, out);
   if (const auto batch = route.read_object("batch"))
@@ -922,7 +968,8 @@ void check_overlaps(const std::vector<read_route_result>& routes, const std::str
       if (routes[later].path_valid && routes[earlier].path_valid &&
           overlap(routes[earlier].route, routes[later].route))
         problems.add(member_path(element_path(routes_path, later), "path"),
-                     "overlaps routes[" + std::to_string(earlier) + "].path " + in_quotes(routes[earlier].route.path));
+                     "overlaps routes[" + std::to_string(earlier) + "].path " +
+                         in_quotes(routes[earlier].route.path));
     }
   }
 }
@@ -966,11 +1013,13 @@ std::vector<std::string> read_nodes(const object_reader& cluster) {
   for (std::size_t i = 0; i < value->size(); ++i) {
     const json& node = (*value)[i];
     const std::string path = element_path(cluster.path_of("nodes"), i);
-    const auto address = node.is_string() ? split_host_port(node.get_ref<const std::string&>()) : std::nullopt;
+    const auto address =
+        node.is_string() ? split_host_port(node.get_ref<const std::string&>()) : std::nullopt;
     if (!address || address->second == 0)
       cluster.problems().add(path, "must be \"host:port\" with a port from 1 to 65535");
     else if (!seen.insert(*address).second)
-      cluster.problems().add(path, "duplicate node " + in_quotes(node.get_ref<const std::string&>()));
+      cluster.problems().add(path,
+                             "duplicate node " + in_quotes(node.get_ref<const std::string&>()));
     else
       nodes.push_back(node.get<std::string>());
   }
@@ -995,7 +1044,8 @@ config read_config(const json& document, problem_list& problems) {
     return out;
   }
   const object_reader top(document, "", problems);
-  top.reject_unknown_keys({"listen", "max_inflight", "max_body_bytes", "max_response_bytes", "routes", "cluster"});
+  top.reject_unknown_keys(
+      {"listen", "max_inflight", "max_body_bytes", "max_response_bytes", "routes", "cluster"});
   read_listen(top, out.listen);
   top.read_integer("max_inflight", 1, 1000000, out.max_inflight);
   top.read_integer("max_body_bytes", 1, max_size_bytes, out.max_body_bytes);
@@ -1013,7 +1063,9 @@ config read_config(const json& document, problem_list& problems) {
 // ---------------------------------------------------------------------------------------------
 // Host and port
 
-bool is_host_name_char(char c) { return is_alpha(c) || is_digit(c) || c == '.' || c == '-' || c == '_'; }
+bool is_host_name_char(char c) {
+  return is_alpha(c) || is_digit(c) || c == '.' || c == '-' || c == '_';
+}
 
 bool is_ipv6_char(char c) {
   return is_digit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F') || c == ':' || c == '.';
@@ -1042,7 +1094,8 @@ std::optional<int> parse_port(std::string_view text) {
 }
 
 std::optional<std::string> read_whole_file(const std::string& file_path, std::string& error) {
-  const std::unique_ptr<std::FILE, int (*)(std::FILE*)> file(std::fopen(file_path.c_str(), "rb"), &std::fclose);
+  const std::unique_ptr<std::FILE, int (*)(std::FILE*)> file(std::fopen(file_path.c_str(), "rb"),
+                                                             &std::fclose);
   if (!file) {
     error = std::strerror(errno);
     return std::nullopt;

@@ -69,7 +69,8 @@ std::string percent_decode(std::string_view value) {
   return out;
 }
 
-std::optional<std::string> render_url(const url_template& tpl, const placeholder_resolver& resolve) {
+std::optional<std::string> render_url(const url_template& tpl,
+                                      const placeholder_resolver& resolve) {
   std::string url;
   url.reserve(tpl.source.size());
   for (const url_part& part : tpl.parts) {

@@ -32,7 +32,7 @@ json valid_config() {
 
 } // namespace
 
-TEST_CASE("--version and --help exit 0", "[cli]") {
+TEST_CASE("the version and help flags exit 0", "[cli]") {
   auto v = run(binary, {"--version"});
   CHECK(v.code == 0);
   CHECK(v.out.find("gather") != std::string::npos);

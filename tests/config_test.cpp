@@ -174,7 +174,8 @@ TEST_CASE("URL templates are split into literal and placeholder parts", "[config
   CHECK(parts[7].text == "q");
   CHECK(parts[8].what == url_part::kind::literal);
   CHECK(parts[8].text == "&x=1");
-  CHECK(cfg.routes[0].sections[1].url.source == "https://h/r/{id}/{base.seller.id}?t={header.X-Tenant}&q={query.q}&x=1");
+  CHECK(cfg.routes[0].sections[1].url.source ==
+        "https://h/r/{id}/{base.seller.id}?t={header.X-Tenant}&q={query.q}&x=1");
   CHECK(cfg.routes[0].sections[1].depends_on == std::vector<std::size_t>{0});
 }
 
@@ -222,9 +223,11 @@ TEST_CASE("every problem is reported, not only the first", "[config]") {
   CHECK(result.problems.size() == 6);
   CHECK(has_problem(result, "max_inflight: must be an integer from 1 to 1000000"));
   CHECK(has_problem(result, "listen: "));
-  CHECK(has_problem(result, "routes[0].sections[0].timeout_ms: must be an integer from 1 to 600000"));
+  CHECK(
+      has_problem(result, "routes[0].sections[0].timeout_ms: must be an integer from 1 to 600000"));
   CHECK(has_problem(result, "routes[0].sections[1].url: must start with http:// or https://"));
-  CHECK(has_problem(result, "routes[0].sections[1]: optional section needs \"fallback\" or \"fallback_from\""));
+  CHECK(has_problem(
+      result, "routes[0].sections[1]: optional section needs \"fallback\" or \"fallback_from\""));
   CHECK(has_problem(result, "routes[0].bogus: unknown key"));
 }
 
@@ -253,8 +256,9 @@ TEST_CASE("a key given twice in one object is an error", "[config]") {
 
 TEST_CASE("config files are read from disk", "[config]") {
   SECTION("a readable file") {
-    const std::string file_path =
-        (std::filesystem::temp_directory_path() / ("gather_config_test_" + std::to_string(::getpid()) + ".json")).string();
+    const std::string file_path = (std::filesystem::temp_directory_path() /
+                                   ("gather_config_test_" + std::to_string(::getpid()) + ".json"))
+                                      .string();
     std::ofstream(file_path) << contract_example;
     const config_result result = gather::load_config_file(file_path);
     std::remove(file_path.c_str());
@@ -305,7 +309,8 @@ TEST_CASE("integers must be JSON integers within their range", "[config]") {
     document["routes"][0]["sections"][0]["timeout_ms"] = std::move(value);
     return document;
   };
-  const std::string message = "routes[0].sections[0].timeout_ms: must be an integer from 1 to 600000";
+  const std::string message =
+      "routes[0].sections[0].timeout_ms: must be an integer from 1 to 600000";
   require_problem(with_timeout(300.0), message);
   require_problem(with_timeout("300"), message);
   require_problem(with_timeout(true), message);
@@ -317,7 +322,8 @@ TEST_CASE("integers must be JSON integers within their range", "[config]") {
 
   json missing = minimal();
   missing["routes"][0]["sections"][0].erase("timeout_ms");
-  require_problem(missing, "routes[0].sections[0].timeout_ms: is required (an integer from 1 to 600000)");
+  require_problem(missing,
+                  "routes[0].sections[0].timeout_ms: is required (an integer from 1 to 600000)");
 }
 
 TEST_CASE("top-level limits have ranges", "[config]") {
@@ -326,9 +332,12 @@ TEST_CASE("top-level limits have ranges", "[config]") {
     document[key] = std::move(value);
     return document;
   };
-  require_problem(with_top("max_inflight", 0), "max_inflight: must be an integer from 1 to 1000000");
-  require_problem(with_top("max_inflight", 1000001), "max_inflight: must be an integer from 1 to 1000000");
-  require_problem(with_top("max_body_bytes", 0), "max_body_bytes: must be an integer from 1 to 1073741824");
+  require_problem(with_top("max_inflight", 0),
+                  "max_inflight: must be an integer from 1 to 1000000");
+  require_problem(with_top("max_inflight", 1000001),
+                  "max_inflight: must be an integer from 1 to 1000000");
+  require_problem(with_top("max_body_bytes", 0),
+                  "max_body_bytes: must be an integer from 1 to 1073741824");
   require_problem(with_top("max_response_bytes", 1073741825),
                   "max_response_bytes: must be an integer from 1 to 1073741824");
   CHECK(require_valid(with_top("max_inflight", 1000000)).max_inflight == 1000000);
@@ -402,11 +411,13 @@ TEST_CASE("route paths are literal segments and whole-segment captures", "[confi
   require_problem(with_path("/{id}/x/{id}"), "routes[0].path: capture {id} appears twice");
   require_problem(with_path("/healthz"), "routes[0].path: \"/healthz\" is a built-in endpoint");
   require_problem(with_path("/metrics"), "routes[0].path: \"/metrics\" is a built-in endpoint");
-  require_problem(with_path("/debug/actors"), "routes[0].path: \"/debug/actors\" is a built-in endpoint");
+  require_problem(with_path("/debug/actors"),
+                  "routes[0].path: \"/debug/actors\" is a built-in endpoint");
   require_problem(with_path("/dashboard"), "routes[0].path: \"/dashboard\" is a built-in endpoint");
 
   CHECK(require_valid(with_path("/")).routes[0].segments.empty());
-  CHECK(require_valid(with_path("/v1/a.b~c_d-e!$&'()*+,;=:@/{_X9}")).routes[0].segments.size() == 3);
+  CHECK(require_valid(with_path("/v1/a.b~c_d-e!$&'()*+,;=:@/{_X9}")).routes[0].segments.size() ==
+        3);
   CHECK(require_valid(with_path("/healthz/{x}")).routes[0].segments.size() == 2);
 }
 
@@ -437,7 +448,8 @@ TEST_CASE("a route is either an aggregate or a batch route", "[config]") {
   not_object["routes"][0]["sections"].push_back("b");
   require_problem(not_object, "routes[0].sections[1]: must be an object");
 
-  require_problem({{"routes", json::array({{{"path", "/b"}, {"batch", 1}}})}}, "routes[0].batch: must be an object");
+  require_problem({{"routes", json::array({{{"path", "/b"}, {"batch", 1}}})}},
+                  "routes[0].batch: must be an object");
 }
 
 TEST_CASE("route deadline_ms", "[config]") {
@@ -459,8 +471,10 @@ TEST_CASE("routes may not overlap", "[config]") {
       routes.push_back(aggregate_route(path, json::array({section("a", "http://h/")})));
     return json{{"routes", routes}};
   };
-  require_problem(with_paths({"/a/{id}", "/a/b"}), "routes[1].path: overlaps routes[0].path \"/a/{id}\"");
-  require_problem(with_paths({"/a/b", "/a/{id}"}), "routes[1].path: overlaps routes[0].path \"/a/b\"");
+  require_problem(with_paths({"/a/{id}", "/a/b"}),
+                  "routes[1].path: overlaps routes[0].path \"/a/{id}\"");
+  require_problem(with_paths({"/a/b", "/a/{id}"}),
+                  "routes[1].path: overlaps routes[0].path \"/a/b\"");
   require_problem(with_paths({"/{x}/b", "/a/{y}"}), "routes[1].path: overlaps routes[0].path");
   require_problem(with_paths({"/a", "/b", "/a"}), "routes[2].path: overlaps routes[0].path \"/a\"");
   require_problem(with_paths({"/", "/"}), "routes[1].path: overlaps routes[0].path \"/\"");
@@ -500,7 +514,8 @@ TEST_CASE("section names", "[config]") {
 
 TEST_CASE("section url", "[config]") {
   const auto with_url = [](json url) {
-    json document = with_sections(json::array({section("base", "http://h/"), section("a", "http://h/")}));
+    json document =
+        with_sections(json::array({section("base", "http://h/"), section("a", "http://h/")}));
     document["routes"][0]["sections"][1]["url"] = std::move(url);
     return document;
   };
@@ -511,39 +526,52 @@ TEST_CASE("section url", "[config]") {
   require_problem(with_url("/x/{id}"), prefix + "must start with http:// or https://");
   require_problem(with_url("http:///x"), prefix + "needs a host");
   require_problem(with_url("http://h/a b"), prefix + "must not contain spaces");
-  require_problem(with_url("http://{id}/x"), prefix + "placeholders are allowed only in the path and query");
-  require_problem(with_url("http://h:{id}/x"), prefix + "placeholders are allowed only in the path and query");
-  require_problem(with_url("https://{base.host}"), prefix + "placeholders are allowed only in the path and query");
-  require_problem(with_url("http://h{query.h}?x=1"), prefix + "placeholders are allowed only in the path and query");
+  require_problem(with_url("http://{id}/x"),
+                  prefix + "placeholders are allowed only in the path and query");
+  require_problem(with_url("http://h:{id}/x"),
+                  prefix + "placeholders are allowed only in the path and query");
+  require_problem(with_url("https://{base.host}"),
+                  prefix + "placeholders are allowed only in the path and query");
+  require_problem(with_url("http://h{query.h}?x=1"),
+                  prefix + "placeholders are allowed only in the path and query");
   require_problem(with_url("http://h/{id"), prefix + "unbalanced \"{\"");
   require_problem(with_url("http://h/id}"), prefix + "unbalanced \"}\"");
   require_problem(with_url("http://h/{a{id}}"), prefix + "unbalanced");
   require_problem(with_url("http://h/{}"), prefix + "{}: empty name");
   require_problem(with_url("http://h/{base..x}"), prefix + "{base..x}: empty name");
   require_problem(with_url("http://h/{query.}"), prefix + "{query.}: empty name");
-  require_problem(with_url("http://h/{nope}"), prefix + "{nope}: the route path has no capture {nope}");
-  require_problem(with_url("http://h/{item}"), prefix + "{item}: the route path has no capture {item}");
-  require_problem(with_url("http://h/{other.x}"), prefix + "{other.x}: this route has no section \"other\"");
-  require_problem(with_url("http://h/{a.x}"), prefix + "{a.x}: a section cannot refer to its own data");
-  require_problem(with_url("http://h/?t={header.x tenant}"), prefix + "{header.x tenant}: \"x tenant\" is not a header name");
+  require_problem(with_url("http://h/{nope}"),
+                  prefix + "{nope}: the route path has no capture {nope}");
+  require_problem(with_url("http://h/{item}"),
+                  prefix + "{item}: the route path has no capture {item}");
+  require_problem(with_url("http://h/{other.x}"),
+                  prefix + "{other.x}: this route has no section \"other\"");
+  require_problem(with_url("http://h/{a.x}"),
+                  prefix + "{a.x}: a section cannot refer to its own data");
+  require_problem(with_url("http://h/?t={header.x tenant}"),
+                  prefix + "{header.x tenant}: \"x tenant\" is not a header name");
   json missing = with_url("");
   missing["routes"][0]["sections"][1].erase("url");
   require_problem(missing, prefix + "is required");
 
-  require_valid(with_url("https://h:8443/x/{id}/{base.a.b}?q={query.page-size}&h={header.X-A}#frag"));
+  require_valid(
+      with_url("https://h:8443/x/{id}/{base.a.b}?q={query.page-size}&h={header.X-A}#frag"));
 }
 
 TEST_CASE("optional sections must say how they degrade", "[config]") {
   json optional = minimal();
   optional["routes"][0]["sections"][0]["required"] = false;
-  require_problem(optional, "routes[0].sections[0]: optional section needs \"fallback\" or \"fallback_from\"");
+  require_problem(
+      optional, "routes[0].sections[0]: optional section needs \"fallback\" or \"fallback_from\"");
   optional["routes"][0]["sections"][0].erase("required");
-  require_problem(optional, "routes[0].sections[0]: optional section needs \"fallback\" or \"fallback_from\"");
+  require_problem(
+      optional, "routes[0].sections[0]: optional section needs \"fallback\" or \"fallback_from\"");
 
   optional["routes"][0]["sections"][0]["fallback"] = nullptr;
   require_problem(optional, "routes[0].sections[0].fallback: must not be null");
 
-  for (const json& fallback : {json(0), json(""), json(false), json::array(), json::object(), json{{"a", nullptr}}}) {
+  for (const json& fallback :
+       {json(0), json(""), json(false), json::array(), json::object(), json{{"a", nullptr}}}) {
     optional["routes"][0]["sections"][0]["fallback"] = fallback;
     CHECK(*require_valid(optional).routes[0].sections[0].fallback == fallback);
   }
@@ -551,7 +579,8 @@ TEST_CASE("optional sections must say how they degrade", "[config]") {
 
 TEST_CASE("fallback_from names another section's data", "[config]") {
   const auto with_fallback_from = [](json from) {
-    json document = with_sections(json::array({section("base", "http://h/"), section("a", "http://h/")}));
+    json document =
+        with_sections(json::array({section("base", "http://h/"), section("a", "http://h/")}));
     document["routes"][0]["sections"][1]["required"] = false;
     document["routes"][0]["sections"][1]["fallback_from"] = std::move(from);
     return document;
@@ -579,26 +608,38 @@ TEST_CASE("retry", "[config]") {
   };
   const std::string prefix = "routes[0].sections[0].retry";
   require_problem(with_retry(3), prefix + ": must be an object");
-  require_problem(with_retry({{"attempts", 0}}), prefix + ".attempts: must be an integer from 1 to 10");
-  require_problem(with_retry({{"attempts", 11}}), prefix + ".attempts: must be an integer from 1 to 10");
-  require_problem(with_retry({{"attempts", 2.0}}), prefix + ".attempts: must be an integer from 1 to 10");
-  require_problem(with_retry({{"backoff_ms", -1}}), prefix + ".backoff_ms: must be an integer from 0 to 600000");
-  require_problem(with_retry({{"multiplier", 0.5}}), prefix + ".multiplier: must be a number from 1 to 10");
-  require_problem(with_retry({{"multiplier", 11}}), prefix + ".multiplier: must be a number from 1 to 10");
-  require_problem(with_retry({{"multiplier", "2"}}), prefix + ".multiplier: must be a number from 1 to 10");
+  require_problem(with_retry({{"attempts", 0}}),
+                  prefix + ".attempts: must be an integer from 1 to 10");
+  require_problem(with_retry({{"attempts", 11}}),
+                  prefix + ".attempts: must be an integer from 1 to 10");
+  require_problem(with_retry({{"attempts", 2.0}}),
+                  prefix + ".attempts: must be an integer from 1 to 10");
+  require_problem(with_retry({{"backoff_ms", -1}}),
+                  prefix + ".backoff_ms: must be an integer from 0 to 600000");
+  require_problem(with_retry({{"multiplier", 0.5}}),
+                  prefix + ".multiplier: must be a number from 1 to 10");
+  require_problem(with_retry({{"multiplier", 11}}),
+                  prefix + ".multiplier: must be a number from 1 to 10");
+  require_problem(with_retry({{"multiplier", "2"}}),
+                  prefix + ".multiplier: must be a number from 1 to 10");
 
   const gather::retry_policy retry =
-      require_valid(with_retry({{"attempts", 10}, {"backoff_ms", 0}, {"multiplier", 1.5}})).routes[0].sections[0].retry;
+      require_valid(with_retry({{"attempts", 10}, {"backoff_ms", 0}, {"multiplier", 1.5}}))
+          .routes[0]
+          .sections[0]
+          .retry;
   CHECK(retry.attempts == 10);
   CHECK(retry.backoff == millis(0));
   CHECK(retry.multiplier == 1.5);
-  CHECK(require_valid(with_retry({{"multiplier", 3}})).routes[0].sections[0].retry.multiplier == 3.0);
+  CHECK(require_valid(with_retry({{"multiplier", 3}})).routes[0].sections[0].retry.multiplier ==
+        3.0);
 }
 
 TEST_CASE("cache_ttl_ms", "[config]") {
   json document = minimal();
   document["routes"][0]["sections"][0]["cache_ttl_ms"] = 86400001;
-  require_problem(document, "routes[0].sections[0].cache_ttl_ms: must be an integer from 0 to 86400000");
+  require_problem(document,
+                  "routes[0].sections[0].cache_ttl_ms: must be an integer from 0 to 86400000");
   document["routes"][0]["sections"][0]["cache_ttl_ms"] = 86400000;
   CHECK(require_valid(document).routes[0].sections[0].cache_ttl == millis(86400000));
 }
@@ -632,14 +673,19 @@ TEST_CASE("forward_headers are header names, never hop-by-hop ones", "[config]")
   require_problem(with_headers({"x a"}), prefix + "[0]: must be a header name");
   require_problem(with_headers({""}), prefix + "[0]: must be a header name");
   require_problem(with_headers({"x-a", 3}), prefix + "[1]: must be a header name");
-  for (const std::string name : {"connection", "keep-alive", "proxy-authenticate", "proxy-authorization",
-                                 "proxy-connection", "te", "trailer", "transfer-encoding", "upgrade", "host"})
-    require_problem(with_headers({"x-a", name}), prefix + "[1]: \"" + name + "\" is never forwarded");
+  for (const std::string name :
+       {"connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "proxy-connection",
+        "te", "trailer", "transfer-encoding", "upgrade", "host"})
+    require_problem(with_headers({"x-a", name}),
+                    prefix + "[1]: \"" + name + "\" is never forwarded");
   require_problem(with_headers({"HOST"}), prefix + "[0]: \"host\" is never forwarded");
-  require_problem(with_headers({"Transfer-Encoding"}), prefix + "[0]: \"transfer-encoding\" is never forwarded");
+  require_problem(with_headers({"Transfer-Encoding"}),
+                  prefix + "[0]: \"transfer-encoding\" is never forwarded");
 
-  CHECK(require_valid(with_headers({"X-Tenant", "x-tenant", "Accept-Language"})).routes[0].sections[0].forward_headers ==
-        std::vector<std::string>{"x-tenant", "accept-language"});
+  CHECK(require_valid(with_headers({"X-Tenant", "x-tenant", "Accept-Language"}))
+            .routes[0]
+            .sections[0]
+            .forward_headers == std::vector<std::string>{"x-tenant", "accept-language"});
 }
 
 TEST_CASE("depends_on lists the distinct sections a url reads", "[config]") {
@@ -652,11 +698,14 @@ TEST_CASE("depends_on lists the distinct sections a url reads", "[config]") {
   document["routes"][0]["sections"][1]["fallback_from"] = "a.x";
   const gather::config cfg = require_valid(document);
   CHECK(cfg.routes[0].sections[0].depends_on.empty());
-  CHECK(cfg.routes[0].sections[1].depends_on.empty()); // fallback_from orders, but does not gate the start
+  CHECK(cfg.routes[0]
+            .sections[1]
+            .depends_on.empty()); // fallback_from orders, but does not gate the start
   CHECK(cfg.routes[0].sections[2].depends_on == std::vector<std::size_t>{0, 1});
 }
 
-TEST_CASE("resolve_order puts every section after what it waits for, ties in route order", "[config]") {
+TEST_CASE("resolve_order puts every section after what it waits for, ties in route order",
+          "[config]") {
   json document = with_sections(json::array({
       section("late", "http://h/{mid.x}"),
       section("free", "http://h/"),
@@ -671,7 +720,8 @@ TEST_CASE("resolve_order puts every section after what it waits for, ties in rou
 
 TEST_CASE("dependency cycles are errors naming the cycle", "[config]") {
   SECTION("through urls") {
-    require_problem(with_sections(json::array({section("a", "http://h/{b.x}"), section("b", "http://h/{a.x}")})),
+    require_problem(with_sections(json::array(
+                        {section("a", "http://h/{b.x}"), section("b", "http://h/{a.x}")})),
                     "routes[0].sections: dependency cycle: a -> b -> a");
   }
   SECTION("through three sections") {
@@ -685,7 +735,8 @@ TEST_CASE("dependency cycles are errors naming the cycle", "[config]") {
     CHECK(result.problems[0] == "routes[0].sections: dependency cycle: a -> c -> b -> a");
   }
   SECTION("through fallback_from") {
-    json document = with_sections(json::array({section("a", "http://h/{b.x}"), section("b", "http://h/")}));
+    json document =
+        with_sections(json::array({section("a", "http://h/{b.x}"), section("b", "http://h/")}));
     document["routes"][0]["sections"][1]["required"] = false;
     document["routes"][0]["sections"][1]["fallback_from"] = "a";
     require_problem(document, "routes[0].sections: dependency cycle: a -> b -> a");
@@ -703,9 +754,12 @@ TEST_CASE("a reference to a field that the section's projection drops is an erro
     }
     return with_sections(json::array({source, reader}));
   };
-  require_problem(referring("http://h/{src.b}", nullptr), "routes[0].sections[1].url: {src.b} reads a field that");
-  require_problem(referring("http://h/{src.k}", nullptr), "routes[0].sections[1].url: {src.k} reads a field that");
-  require_problem(referring("http://h/", "src.b"), "routes[0].sections[1].fallback_from: \"src.b\" reads a field that");
+  require_problem(referring("http://h/{src.b}", nullptr),
+                  "routes[0].sections[1].url: {src.b} reads a field that");
+  require_problem(referring("http://h/{src.k}", nullptr),
+                  "routes[0].sections[1].url: {src.k} reads a field that");
+  require_problem(referring("http://h/", "src.b"),
+                  "routes[0].sections[1].fallback_from: \"src.b\" reads a field that");
   require_valid(referring("http://h/{src.a}/{src.a.deep}/{src.k.v}", nullptr));
   require_valid(referring("http://h/", "src.k")); // the object {"v": ...} that the projection keeps
   require_valid(referring("http://h/", "src"));
@@ -719,17 +773,26 @@ TEST_CASE("batch routes", "[config]") {
   };
   const std::string prefix = "routes[0].batch.";
   require_problem(with("url", "http://h/orders"), prefix + "url: must contain {item}");
-  require_problem(with("url", "http://{item}/x"), prefix + "url: placeholders are allowed only in the path and query");
-  require_problem(with("url", "http://h/{item}/{base.x}"), prefix + "url: {base.x}: a batch url cannot refer to sections");
-  require_problem(with("url", "http://h/{item}/{id}"), prefix + "url: {id}: the route path has no capture {id}");
+  require_problem(with("url", "http://{item}/x"),
+                  prefix + "url: placeholders are allowed only in the path and query");
+  require_problem(with("url", "http://h/{item}/{base.x}"),
+                  prefix + "url: {base.x}: a batch url cannot refer to sections");
+  require_problem(with("url", "http://h/{item}/{id}"),
+                  prefix + "url: {id}: the route path has no capture {id}");
   require_problem(with("max_items", 0), prefix + "max_items: must be an integer from 1 to 100000");
-  require_problem(with("max_items", 100001), prefix + "max_items: must be an integer from 1 to 100000");
-  require_problem(with("concurrency", 0), prefix + "concurrency: must be an integer from 1 to 10000");
-  require_problem(with("timeout_ms", 600001), prefix + "timeout_ms: must be an integer from 1 to 600000");
-  require_problem(with("deadline_ms", 3600001), prefix + "deadline_ms: must be an integer from 1 to 3600000");
-  require_problem(with("retry", {{"attempts", 20}}), prefix + "retry.attempts: must be an integer from 1 to 10");
+  require_problem(with("max_items", 100001),
+                  prefix + "max_items: must be an integer from 1 to 100000");
+  require_problem(with("concurrency", 0),
+                  prefix + "concurrency: must be an integer from 1 to 10000");
+  require_problem(with("timeout_ms", 600001),
+                  prefix + "timeout_ms: must be an integer from 1 to 600000");
+  require_problem(with("deadline_ms", 3600001),
+                  prefix + "deadline_ms: must be an integer from 1 to 3600000");
+  require_problem(with("retry", {{"attempts", 20}}),
+                  prefix + "retry.attempts: must be an integer from 1 to 10");
   require_problem(with("fields", {""}), prefix + "fields[0]: must be a dotted field path");
-  require_problem(with("forward_headers", {"upgrade"}), prefix + "forward_headers[0]: \"upgrade\" is never forwarded");
+  require_problem(with("forward_headers", {"upgrade"}),
+                  prefix + "forward_headers[0]: \"upgrade\" is never forwarded");
 
   json no_timeout = minimal_batch();
   no_timeout.erase("timeout_ms");
@@ -772,12 +835,16 @@ TEST_CASE("cluster", "[config]") {
   };
   require_problem(with_cluster(json::array()), "cluster: must be an object");
   require_problem(with_cluster({{"nodes", "a:1"}}), "cluster.nodes: must be an array");
-  require_problem(with_cluster({{"nodes", {"a:1", "nohost"}}}), "cluster.nodes[1]: must be \"host:port\" with a port from 1 to 65535");
-  require_problem(with_cluster({{"nodes", {"a:0"}}}), "cluster.nodes[0]: must be \"host:port\" with a port from 1 to 65535");
+  require_problem(with_cluster({{"nodes", {"a:1", "nohost"}}}),
+                  "cluster.nodes[1]: must be \"host:port\" with a port from 1 to 65535");
+  require_problem(with_cluster({{"nodes", {"a:0"}}}),
+                  "cluster.nodes[0]: must be \"host:port\" with a port from 1 to 65535");
   require_problem(with_cluster({{"nodes", {4242}}}), "cluster.nodes[0]: must be \"host:port\"");
-  require_problem(with_cluster({{"nodes", {"a:1", "b:2", "a:01"}}}), "cluster.nodes[2]: duplicate node \"a:01\"");
+  require_problem(with_cluster({{"nodes", {"a:1", "b:2", "a:01"}}}),
+                  "cluster.nodes[2]: duplicate node \"a:01\"");
 
-  const gather::config cfg = require_valid(with_cluster({{"nodes", {"127.0.0.1:4242", "127.0.0.1:4243"}}, {"local", false}}));
+  const gather::config cfg = require_valid(
+      with_cluster({{"nodes", {"127.0.0.1:4242", "127.0.0.1:4243"}}, {"local", false}}));
   REQUIRE(cfg.cluster.has_value());
   CHECK(cfg.cluster->nodes == std::vector<std::string>{"127.0.0.1:4242", "127.0.0.1:4243"});
   CHECK_FALSE(cfg.cluster->local);

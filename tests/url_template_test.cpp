@@ -49,7 +49,8 @@ struct request_values {
     }
   }
 
-  static std::string value_or_empty(const std::map<std::string, std::string>& values, const std::string& key) {
+  static std::string value_or_empty(const std::map<std::string, std::string>& values,
+                                    const std::string& key) {
     const auto it = values.find(key);
     return it == values.end() ? "" : it->second;
   }
@@ -76,8 +77,8 @@ TEST_CASE("percent_encode keeps only unreserved characters", "[url]") {
   CHECK(percent_encode("evil.com:80@") == "evil.com%3A80%40");
   CHECK(percent_encode("\r\n") == "%0D%0A");
   CHECK(percent_encode(std::string("a\0b", 3)) == "a%00b");
-  CHECK(percent_encode("\xC3\xA9") == "%C3%A9");             // é
-  CHECK(percent_encode("\xE6\x97\xA5") == "%E6%97%A5");      // 日
+  CHECK(percent_encode("\xC3\xA9") == "%C3%A9");               // é
+  CHECK(percent_encode("\xE6\x97\xA5") == "%E6%97%A5");        // 日
   CHECK(percent_encode("\xF0\x9F\x98\x80") == "%F0%9F%98%80"); // an emoji
 }
 
@@ -141,9 +142,10 @@ TEST_CASE("find_field walks dotted paths through objects", "[url]") {
   CHECK(find_field(json("text"), {"a"}) == nullptr);
 }
 
-TEST_CASE("render_url substitutes encoded captures, query values, headers and section fields", "[url]") {
-  const gather::url_template tpl =
-      parsed_url("http://h:9/items/{id}/seller/{base.seller.id}?tenant={header.x-tenant}&page={query.page}");
+TEST_CASE("render_url substitutes encoded captures, query values, headers and section fields",
+          "[url]") {
+  const gather::url_template tpl = parsed_url(
+      "http://h:9/items/{id}/seller/{base.seller.id}?tenant={header.x-tenant}&page={query.page}");
   request_values values;
   values.captures["id"] = "42";
   values.query["page"] = "3";
@@ -157,12 +159,14 @@ TEST_CASE("render_url substitutes encoded captures, query values, headers and se
     values.headers["x-tenant"] = "a&admin=true";
     values.query["page"] = "..";
     CHECK(gather::render_url(tpl, values) ==
-          "http://h:9/items/..%2F..%2Fadmin/seller/x%2Fy%3Fz%3D1%23f?tenant=a%26admin%3Dtrue&page=%2E%2E");
+          "http://h:9/items/..%2F..%2Fadmin/seller/"
+          "x%2Fy%3Fz%3D1%23f?tenant=a%26admin%3Dtrue&page=%2E%2E");
   }
   SECTION("dot values cannot remove a segment") {
     values.captures["id"] = ".";
     values.base_data = {{"seller", {{"id", ".."}}}};
-    CHECK(gather::render_url(tpl, values) == "http://h:9/items/%2E/seller/%2E%2E?tenant=acme&page=3");
+    CHECK(gather::render_url(tpl, values) ==
+          "http://h:9/items/%2E/seller/%2E%2E?tenant=acme&page=3");
   }
   SECTION("missing query values and headers substitute the empty string") {
     values.query.clear();
