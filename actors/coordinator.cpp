@@ -24,7 +24,9 @@
 
 #include "gather/aggregate_response.hpp"
 #include "gather/atoms.hpp"
+#include "gather/downstream_request.hpp"
 #include "gather/messages.hpp"
+#include "gather/metrics.hpp"
 #include "gather/request_log.hpp"
 #include "gather/url_template.hpp"
 
@@ -40,11 +42,21 @@ std::int64_t ms_since(steady_time t) {
   return std::chrono::duration_cast<millis>(clock::now() - t).count();
 }
 
+void count(const aggregate_job& job, int status, const std::vector<section_outcome>& outcomes) {
+  auto& counters = *job.runtime.counters;
+  counters.request_done(job.route_index, status, std::chrono::duration_cast<std::chrono::microseconds>(
+                                                   clock::now() - job.inbound.arrived));
+  for (std::size_t i = 0; i < outcomes.size(); ++i)
+    counters.section_done(job.route_index, i, outcomes[i],
+                          status == 200 && outcomes[i].status != section_status::ok);
+}
+
 void answer(coordinator_ptr self) {
   auto& st = self->state;
   const auto& job = *st.job;
   st.answered->store(true);
   auto reply = build_aggregate_reply(*job.route, st.outcomes, job.inbound.request_id);
+  count(job, reply.status, st.outcomes);
   log_request(job.inbound, job.route->path, reply.status, ms_since(job.inbound.arrived),
               job.route->sections, st.outcomes);
   job.channel->deliver(std::move(reply));
@@ -73,6 +85,7 @@ void finish(coordinator_state& st, std::size_t i, section_outcome outcome) {
     return;
   st.phases[i] = phase::done;
   st.outcomes[i] = std::move(outcome);
+  st.inflight->pending[i].store(false, std::memory_order_relaxed);
   --st.open;
 }
 
@@ -91,36 +104,11 @@ const nlohmann::json* data_of(coordinator_state& st, std::size_t i) {
 }
 
 std::optional<std::string> resolve(coordinator_state& st, const url_part& part) {
-  const auto& in = st.job->inbound;
-  switch (part.what) {
-    case url_part::kind::literal:
-      return part.text;
-    case url_part::kind::capture:
-      for (const auto& [name, value] : in.captures)
-        if (name == part.text)
-          return value;
-      return std::string{};
-    case url_part::kind::query:
-      return in.query_value(part.text);
-    case url_part::kind::header:
-      return in.header_value(part.text);
-    case url_part::kind::section: {
-      const auto* data = data_of(st, part.section);
-      const auto* field = data ? find_field(*data, part.field) : nullptr;
-      return field ? scalar_text(*field) : std::nullopt;
-    }
-    case url_part::kind::item:
-      break;
-  }
-  return std::nullopt;
-}
-
-std::vector<std::string> downstream_headers(const section_config& section, const inbound_request& in) {
-  std::vector<std::string> headers{"X-Request-Id: " + in.request_id, "Accept: application/json"};
-  for (const auto& name : section.forward_headers)
-    for (auto [it, end] = in.headers.equal_range(name); it != end; ++it)
-      headers.push_back(name + ": " + it->second);
-  return headers;
+  if (part.what != url_part::kind::section)
+    return inbound_value(part, st.job->inbound);
+  const auto* data = data_of(st, part.section);
+  const auto* field = data ? find_field(*data, part.field) : nullptr;
+  return field ? scalar_text(*field) : std::nullopt;
 }
 
 /// The longest a worker can legitimately take: every attempt's timeout and backoff.
@@ -145,7 +133,7 @@ void launch(coordinator_ptr self, std::size_t i) {
   auto url = render_url(section.url, [&](const url_part& part) { return resolve(st, part); });
   if (!url)
     return finish(st, i, skipped("a field the url reads is absent or not a scalar"));
-  section_call call{&section, i, std::move(*url), downstream_headers(section, st.job->inbound),
+  section_call call{&section, st.job->route_index, i, std::move(*url), downstream_headers(section.forward_headers, st.job->inbound),
                     st.deadline, st.answered};
   auto worker = self->spawn(section_worker, caf::actor_cast<caf::actor>(self), st.job->runtime,
                             std::move(call));
@@ -219,8 +207,10 @@ void on_deadline(coordinator_ptr self) {
 } // namespace
 
 coordinator_state::~coordinator_state() {
-  if (job)
-    job->runtime.stats->coordinators.fetch_sub(1, std::memory_order_relaxed);
+  if (!job)
+    return;
+  job->runtime.stats->coordinators.fetch_sub(1, std::memory_order_relaxed);
+  job->runtime.inflight->remove(inflight.get());
 }
 
 caf::behavior coordinator(caf::stateful_actor<coordinator_state>* self,
@@ -229,6 +219,9 @@ caf::behavior coordinator(caf::stateful_actor<coordinator_state>* self,
   const auto n = job->route->sections.size();
   job->runtime.stats->coordinators.fetch_add(1, std::memory_order_relaxed);
   st.job = std::move(job);
+  st.inflight = std::make_shared<inflight_entry>(st.job->inbound.request_id, *st.job->route,
+                                                 st.job->inbound.arrived);
+  st.job->runtime.inflight->add(st.inflight);
   st.deadline = st.job->inbound.arrived + st.job->route->deadline;
   st.phases.assign(n, phase::waiting);
   st.outcomes.resize(n);

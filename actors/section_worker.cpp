@@ -11,13 +11,13 @@
 // ends the worker, and its state's destructor cancels the transfer, closing the downstream connection.
 #include "gather/section_worker.hpp"
 
-#include <cmath>
-
 #include <caf/all.hpp>
 
 #include "gather/atoms.hpp"
 #include "gather/downstream_answer.hpp"
 #include "gather/messages.hpp"
+#include "gather/metrics.hpp"
+#include "gather/retry_rule.hpp"
 
 namespace gather {
 
@@ -40,7 +40,8 @@ void reply(worker_ptr self, section_outcome outcome) {
 
 void start_attempt(worker_ptr self) {
   auto& st = self->state;
-  ++st.attempts;
+  if (++st.attempts > 1)
+    st.runtime.counters->retry(st.call.route, st.call.index);
   self->send(st.coordinator, attempt_atom::value, st.call.index);
   transfer_request request{st.call.url, st.call.headers, st.call.section->timeout,
                            st.runtime.max_response_bytes};
@@ -56,11 +57,11 @@ void start_attempt(worker_ptr self) {
   });
 }
 
-void attempt_ended(worker_ptr self, const transfer_result& result) {
+void attempt_ended(worker_ptr self, transfer_result&& result) {
   auto& st = self->state;
   st.transfer = 0;
   const auto& section = *st.call.section;
-  auto verdict = classify_answer(result, section.fields);
+  auto verdict = classify_answer(std::move(result), section.fields);
   section_outcome outcome;
   outcome.status = verdict.status;
   outcome.last_http = verdict.http_status;
@@ -69,18 +70,17 @@ void attempt_ended(worker_ptr self, const transfer_result& result) {
     outcome.data = std::move(verdict.data);
     return reply(self, std::move(outcome));
   }
-  if (verdict.retryable && st.attempts < section.retry.attempts) {
-    auto backoff = st.next_backoff;
-    if (clock::now() + backoff + section.timeout <= st.call.deadline) {
-      st.next_backoff = millis{std::llround(backoff.count() * section.retry.multiplier)};
-      if (backoff.count() == 0)
-        start_attempt(self);
-      else
-        self->delayed_send(self, backoff, retry_atom::value);
-      return;
-    }
-    outcome.detail += "; no retry: it would not finish before the deadline";
+  auto next = decide_retry(verdict.retryable, st.attempts, section.retry, section.timeout,
+                           st.call.deadline, clock::now());
+  if (next.what == retry_decision::kind::retry) {
+    if (next.backoff.count() == 0)
+      start_attempt(self);
+    else
+      self->delayed_send(self, next.backoff, retry_atom::value);
+    return;
   }
+  if (next.what == retry_decision::kind::too_late)
+    outcome.detail += "; no retry: it would not finish before the deadline";
   reply(self, std::move(outcome));
 }
 
@@ -115,11 +115,10 @@ caf::behavior section_worker(caf::stateful_actor<section_worker_state>* self, ca
       st.promise = self->make_response_promise<section_outcome>();
       st.promised = true;
       st.started = clock::now();
-      st.next_backoff = st.call.section->retry.backoff;
       start_attempt(self);
       return st.promise;
     },
-    [self](done_atom, transfer_result& result) { attempt_ended(self, result); },
+    [self](done_atom, transfer_result& result) { attempt_ended(self, std::move(result)); },
     [self](retry_atom) { start_attempt(self); },
   };
 }

@@ -91,7 +91,7 @@ nlohmann::json project_fields(const nlohmann::json& value, const std::vector<fie
   return out;
 }
 
-answer_verdict classify_answer(const transfer_result& result, const std::vector<field_path>& fields) {
+answer_verdict classify_answer(transfer_result&& result, const std::vector<field_path>& fields) {
   switch (result.error) {
     case transfer_error::none:
       break;
@@ -122,10 +122,12 @@ answer_verdict classify_answer(const transfer_result& result, const std::vector<
   answer_verdict v;
   v.status = section_status::ok;
   v.http_status = http;
-  if (fields.empty())
-    v.data.assign(body.begin(), body.end()); // validated: spliced into the response as sent
-  else
+  if (!fields.empty())
     v.data = project_fields(nlohmann::json::parse(body.begin(), body.end()), fields).dump();
+  else if (body.size() == result.body.size())
+    v.data = std::move(result.body); // validated: spliced into the response as sent, not copied
+  else
+    v.data.assign(body.begin(), body.end());
   return v;
 }
 

@@ -6,6 +6,8 @@
 
 #include "gather/downstream_client.hpp"
 #include "gather/http_front.hpp"
+#include "gather/inflight_registry.hpp"
+#include "gather/metrics.hpp"
 #include "gather/messages.hpp"
 
 namespace gather {
@@ -25,6 +27,8 @@ caf::actor_system_config& actor_config(caf::actor_system_config& cfg) {
 struct gateway::impl {
   config cfg;
   gateway_stats stats;
+  metrics counters{cfg};
+  inflight_registry inflight;
   downstream_client client;
   caf::actor_system_config actor_cfg;
   caf::actor_system system;
@@ -34,7 +38,7 @@ struct gateway::impl {
   explicit impl(config c)
     : cfg(std::move(c)),
       system(actor_config(actor_cfg)),
-      front(cfg, stats, system, section_runtime{&client, &stats, cfg.max_response_bytes}) {
+      front(cfg, stats, system, section_runtime{&client, &stats, &counters, &inflight, cfg.max_response_bytes}) {
   }
 };
 

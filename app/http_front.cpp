@@ -13,6 +13,7 @@
 
 #include "gather/coordinator.hpp"
 #include "gather/http_reply.hpp"
+#include "gather/metrics.hpp"
 #include "gather/ops_endpoints.hpp"
 #include "gather/request_log.hpp"
 #include "gather/route_table.hpp"
@@ -176,39 +177,51 @@ struct http_front::impl {
   void serve(const httplib::Request& req, httplib::Response& res) {
     const auto arrived = clock::now();
     if (is_ops_path(req.path)) {
-      send(res, serve_ops(req.method, req.path, current_request_id, cfg, stats, system, *runtime.client));
-      return;
-    }
-    if (auto refusal = check(req)) {
-      log_request(current_request_id, "", refusal->status, 0,
-                  std::string{"refused: "} + code_for_status(refusal->status));
-      send(res, *refusal);
+      send(res, serve_ops(req.method, req.path, current_request_id,
+                          ops_sources{cfg, stats, system, *runtime.client, *runtime.counters, *runtime.inflight}));
       return;
     }
     auto match = match_route(cfg.routes, raw_path(req));
-    const auto& route = cfg.routes[match->route];
+    const auto route_index = match ? match->route : cfg.routes.size();
+    if (auto refusal = check(req)) {
+      refuse(res, route_index, *refusal, arrived);
+      return;
+    }
+    const auto& route = cfg.routes[route_index];
     if (stats.inflight.fetch_add(1) >= static_cast<std::int64_t>(cfg.max_inflight)) {
       stats.inflight.fetch_sub(1);
       stats.overloaded.fetch_add(1, std::memory_order_relaxed);
       auto reply = error_reply(503, "overloaded", current_request_id);
       reply.headers.emplace_back("Retry-After", "1");
-      log_request(current_request_id, route.path, 503, 0, "refused: max_inflight");
-      send(res, reply);
+      refuse(res, route_index, reply, arrived);
       return;
     }
     if (route.batch) {
-      send(res, error_reply(501, "not_implemented", current_request_id));
+      refuse(res, route_index, error_reply(501, "not_implemented", current_request_id), arrived);
     } else {
-      send(res, aggregate(req, route, std::move(match->captures), arrived));
+      send(res, aggregate(req, route_index, std::move(match->captures), arrived));
     }
     stats.inflight.fetch_sub(1);
   }
 
-  http_reply aggregate(const httplib::Request& req, const route_config& route,
+  /// Answers without a coordinator: counted and logged here.
+  void refuse(httplib::Response& res, std::size_t route_index, const http_reply& reply,
+              clock::time_point arrived) {
+    runtime.counters->request_done(route_index, reply.status, elapsed_us(arrived));
+    const auto& route = route_index < cfg.routes.size() ? cfg.routes[route_index].path
+                                                        : std::string{metrics::no_route_label};
+    log_request(current_request_id, route, reply.status, elapsed_ms(arrived),
+                std::string{"refused: "} + code_for_status(reply.status));
+    send(res, reply);
+  }
+
+  http_reply aggregate(const httplib::Request& req, std::size_t route_index,
                        std::vector<std::pair<std::string, std::string>> captures,
                        clock::time_point arrived) {
+    const auto& route = cfg.routes[route_index];
     auto job = std::make_shared<aggregate_job>();
     job->route = &route;
+    job->route_index = route_index;
     job->runtime = runtime;
     job->channel = std::make_shared<reply_channel>();
     auto& in = job->inbound;
@@ -231,14 +244,20 @@ struct http_front::impl {
       case reply_channel::outcome::client_gone:
         caf::anon_send_exit(coordinator_actor, caf::exit_reason::user_shutdown);
         stats.client_gone.fetch_add(1, std::memory_order_relaxed);
+        runtime.counters->request_done(route_index, 499, elapsed_us(arrived));
         log_request(current_request_id, route.path, 499, elapsed_ms(arrived), "client closed the connection");
         return error_reply(499, "client_closed", current_request_id);
       case reply_channel::outcome::timed_out:
         break;
     }
     caf::anon_send_exit(coordinator_actor, caf::exit_reason::user_shutdown);
+    runtime.counters->request_done(route_index, 504, elapsed_us(arrived));
     log_request(current_request_id, route.path, 504, elapsed_ms(arrived), "coordinator missed the hard limit");
     return error_reply(504, "upstream_timeout", current_request_id);
+  }
+
+  static std::chrono::microseconds elapsed_us(clock::time_point since) {
+    return std::chrono::duration_cast<std::chrono::microseconds>(clock::now() - since);
   }
 
   static std::int64_t elapsed_ms(clock::time_point since) {

@@ -2,53 +2,73 @@
 
 #include <caf/actor_registry.hpp>
 #include <caf/actor_system.hpp>
+#include <caf/scheduler/abstract_coordinator.hpp>
 #include <nlohmann/json.hpp>
 
 namespace gather {
 
 namespace {
 
-http_reply healthz(const config& cfg) {
-  nlohmann::json nodes = nlohmann::json::array();
+/// How many in-flight requests /debug/actors lists, oldest first.
+constexpr std::size_t slowest_listed = 20;
+
+std::vector<std::pair<std::string, bool>> node_states(const config& cfg) {
+  std::vector<std::pair<std::string, bool>> nodes;
   if (cfg.cluster)
     for (const auto& node : cfg.cluster->nodes)
-      nodes.push_back({{"node", node}, {"up", false}});
+      nodes.emplace_back(node, false);
+  return nodes;
+}
+
+http_reply healthz(const ops_sources& src) {
+  nlohmann::json nodes = nlohmann::json::array();
+  for (const auto& [node, up] : node_states(src.cfg))
+    nodes.push_back({{"node", node}, {"up", up}});
   http_reply reply;
   reply.body = nlohmann::json{{"status", "ok"}, {"nodes", nodes}}.dump();
   return reply;
 }
 
-http_reply metrics(const gateway_stats& stats, caf::actor_system& system,
-                   const downstream_client& client) {
-  std::string text;
-  auto gauge = [&text](const char* name, const char* type, const char* help, double value) {
-    text += std::string{"# HELP "} + name + " " + help + "\n# TYPE " + name + " " + type + "\n" +
-            name + " " + std::to_string(static_cast<long long>(value)) + "\n";
-  };
-  gauge("gather_inflight_requests", "gauge", "Aggregations admitted and not yet answered.",
-        stats.inflight.load());
-  gauge("gather_overloaded_total", "counter", "Requests refused by max_inflight.", stats.overloaded.load());
-  gauge("gather_late_replies_total", "counter", "Replies that arrived after their request was answered.",
-        stats.late_replies.load());
-  gauge("gather_actors_running", "gauge", "Actors running in the actor system.",
-        system.registry().running());
-  gauge("gather_downstream_inflight", "gauge", "Downstream transfers in flight.", client.inflight());
+http_reply metrics_text(const ops_sources& src) {
+  process_figures process;
+  process.inflight_requests = src.stats.inflight.load();
+  process.overloaded = src.stats.overloaded.load();
+  process.late_replies = src.stats.late_replies.load();
+  process.actors_running = src.system.registry().running();
+  process.downstream_inflight = src.client.inflight();
+  process.nodes = node_states(src.cfg);
   http_reply reply;
   reply.content_type = "text/plain; version=0.0.4";
-  reply.body = std::move(text);
+  reply.body = src.counters.exposition(process);
   return reply;
 }
 
-http_reply debug_actors(const gateway_stats& stats, caf::actor_system& system) {
+http_reply debug_actors(const ops_sources& src) {
+  auto slowest = nlohmann::json::array();
+  for (const auto& view : src.inflight.oldest(slowest_listed))
+    slowest.push_back({{"request_id", view.request_id}, {"route", view.route},
+                       {"age_ms", view.age_ms}, {"pending", view.pending}});
+  auto nodes = nlohmann::json::array();
+  for (const auto& [node, up] : node_states(src.cfg))
+    nodes.push_back({{"node", node}, {"up", up}, {"inflight", 0}});
   http_reply reply;
-  reply.body = nlohmann::json{{"actors_running", system.registry().running()},
-                              {"coordinators", stats.coordinators.load()},
-                              {"workers", stats.workers.load()},
-                              {"inflight_requests", stats.inflight.load()},
-                              {"late_replies", stats.late_replies.load()},
-                              {"client_gone", stats.client_gone.load()}}
-                 .dump();
+  reply.body = nlohmann::json{{"actors_running", src.system.registry().running()},
+                              {"scheduler_threads", src.system.scheduler().num_workers()},
+                              {"coordinators", src.stats.coordinators.load()},
+                              {"workers", src.stats.workers.load()},
+                              {"inflight_requests", src.stats.inflight.load()},
+                              {"late_replies", src.stats.late_replies.load()},
+                              {"client_gone", src.stats.client_gone.load()},
+                              {"overloaded", src.stats.overloaded.load()},
+                              {"downstream_inflight", src.client.inflight()},
+                              {"slowest", slowest},
+                              {"nodes", nodes}}
+                 .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   return reply;
+}
+
+http_reply dashboard(const std::string& request_id) {
+  return error_reply(501, "not_implemented", request_id);
 }
 
 } // namespace
@@ -58,23 +78,19 @@ bool is_ops_path(const std::string& path) {
 }
 
 http_reply serve_ops(const std::string& method, const std::string& path, const std::string& request_id,
-                     const config& cfg,
-                     const gateway_stats& stats, caf::actor_system& system,
-                     const downstream_client& client) {
-  http_reply reply;
+                     const ops_sources& sources) {
   if (method != "GET") {
-    reply = error_reply(405, "method_not_allowed", request_id);
+    auto reply = error_reply(405, "method_not_allowed", request_id);
     reply.headers.emplace_back("Allow", "GET");
-  } else if (path == "/healthz") {
-    reply = healthz(cfg);
-  } else if (path == "/metrics") {
-    reply = metrics(stats, system, client);
-  } else if (path == "/debug/actors") {
-    reply = debug_actors(stats, system);
-  } else {
-    reply = error_reply(501, "not_implemented", request_id);
+    return reply;
   }
-  return reply;
+  if (path == "/healthz")
+    return healthz(sources);
+  if (path == "/metrics")
+    return metrics_text(sources);
+  if (path == "/debug/actors")
+    return debug_actors(sources);
+  return dashboard(request_id);
 }
 
 } // namespace gather

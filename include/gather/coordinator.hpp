@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "gather/config.hpp"
+#include "gather/inflight_registry.hpp"
 #include "gather/inbound_request.hpp"
 #include "gather/reply_channel.hpp"
 #include "gather/section_outcome.hpp"
@@ -20,6 +21,7 @@ namespace gather {
 /// Everything one aggregate request needs, handed over by the HTTP front.
 struct aggregate_job {
   const route_config* route = nullptr;
+  std::size_t route_index = 0;
   inbound_request inbound;
   std::shared_ptr<reply_channel> channel; ///< where the answer goes
   section_runtime runtime;
@@ -36,6 +38,7 @@ struct coordinator_state {
   std::vector<std::optional<nlohmann::json>> parsed; ///< data of sections others read, parsed once
   std::size_t open = 0;                              ///< sections not yet done
   std::shared_ptr<std::atomic<bool>> answered = std::make_shared<std::atomic<bool>>(false);
+  std::shared_ptr<inflight_entry> inflight; ///< what /debug/actors shows of this request
 
   ~coordinator_state();
   static inline const char* name = "coordinator";

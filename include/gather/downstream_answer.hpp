@@ -23,8 +23,8 @@ struct answer_verdict {
 
 /// Classifies one attempt: 2xx with a JSON body that is not `null` is ok; everything else (a
 /// timeout, a connection failure, any non-2xx including 3xx, a body that is not JSON or nests deeper
-/// than max_json_depth, JSON null) is timeout or error.
-answer_verdict classify_answer(const transfer_result& result, const std::vector<field_path>& fields);
+/// than max_json_depth, JSON null) is timeout or error. Takes the body over when it is kept as sent.
+answer_verdict classify_answer(transfer_result&& result, const std::vector<field_path>& fields);
 
 /// Keeps only `fields` of `value` (an object; anything else projects to `{}`); absent paths are left out.
 nlohmann::json project_fields(const nlohmann::json& value, const std::vector<field_path>& fields);

@@ -9,16 +9,26 @@
 #include "gather/downstream_client.hpp"
 #include "gather/gateway_stats.hpp"
 #include "gather/http_reply.hpp"
+#include "gather/inflight_registry.hpp"
+#include "gather/metrics.hpp"
 
 namespace gather {
+
+/// What the operations endpoints read; owned by the gateway.
+struct ops_sources {
+  const config& cfg;
+  const gateway_stats& stats;
+  caf::actor_system& system;
+  const downstream_client& client;
+  const metrics& counters;
+  const inflight_registry& inflight;
+};
 
 /// True for the paths that take precedence over every route.
 bool is_ops_path(const std::string& path);
 
 /// Answers an operations path (GET only; anything else is 405).
 http_reply serve_ops(const std::string& method, const std::string& path, const std::string& request_id,
-                     const config& cfg,
-                     const gateway_stats& stats, caf::actor_system& system,
-                     const downstream_client& client);
+                     const ops_sources& sources);
 
 } // namespace gather

@@ -18,16 +18,22 @@
 
 namespace gather {
 
+class metrics;
+class inflight_registry;
+
 /// What the process gives every worker: where to send calls and what to count.
 struct section_runtime {
   downstream_client* client = nullptr;
   gateway_stats* stats = nullptr;
+  metrics* counters = nullptr;
+  inflight_registry* inflight = nullptr;
   std::size_t max_response_bytes = 8 * 1024 * 1024;
 };
 
 /// One section of one request, resolved: the URL is rendered, the headers chosen.
 struct section_call {
   const section_config* section = nullptr;
+  std::size_t route = 0; ///< the route's position in the config
   std::size_t index = 0; ///< the section's position in its route
   std::string url;
   std::vector<std::string> headers; ///< "Name: value"
@@ -44,7 +50,6 @@ struct section_worker_state {
   bool promised = false;
   std::uint64_t transfer = 0; ///< the attempt in flight, 0 when none
   std::int32_t attempts = 0;
-  millis next_backoff{0};
   steady_time started;
 
   ~section_worker_state(); ///< cancels a transfer still in flight (the worker quit or was killed)

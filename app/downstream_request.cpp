@@ -1,0 +1,34 @@
+#include "gather/downstream_request.hpp"
+
+namespace gather {
+
+std::optional<std::string> inbound_value(const url_part& part, const inbound_request& in) {
+  switch (part.what) {
+    case url_part::kind::literal:
+      return part.text;
+    case url_part::kind::capture:
+      for (const auto& [name, value] : in.captures)
+        if (name == part.text)
+          return value;
+      return std::string{};
+    case url_part::kind::query:
+      return in.query_value(part.text);
+    case url_part::kind::header:
+      return in.header_value(part.text);
+    case url_part::kind::section:
+    case url_part::kind::item:
+      break;
+  }
+  return std::nullopt;
+}
+
+std::vector<std::string> downstream_headers(const std::vector<std::string>& forward_headers,
+                                            const inbound_request& in) {
+  std::vector<std::string> headers{"X-Request-Id: " + in.request_id, "Accept: application/json"};
+  for (const auto& name : forward_headers)
+    for (auto [it, end] = in.headers.equal_range(name); it != end; ++it)
+      headers.push_back(name + ": " + it->second);
+  return headers;
+}
+
+} // namespace gather

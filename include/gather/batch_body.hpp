@@ -1,0 +1,27 @@
+// Reading a batch request's body (CONTRACT §5): `{"items": [...]}` of strings and numbers.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace gather {
+
+struct batch_item {
+  std::string text; ///< what `{item}` substitutes: a string as is, a number as JSON writes it
+  std::string json; ///< the item as its result row shows it: 7 stays 7, "7" stays "7"
+};
+
+/// The items, or why the body is refused (400 bad_request).
+struct batch_body {
+  std::vector<batch_item> items;
+  std::string problem; ///< empty when the body is valid; otherwise a reason fit for the client
+};
+
+/// Parses `body`. Keys other than `items` are ignored; `[]` is a valid empty batch. Refused: text
+/// that is not JSON, JSON that is not an object, no `items`, `items` not an array, an item that is
+/// not a string or a number (the reason names its index), more than `max_items` items.
+batch_body parse_batch_body(std::string_view body, std::size_t max_items);
+
+} // namespace gather

@@ -1,0 +1,17 @@
+// GET /dashboard (CONTRACT §6): one self-contained HTML page, inline CSS, JS and SVG, no external
+// resources. It polls /metrics and /debug/actors (relative URLs) every second and draws them;
+// docs/dashboard.md describes what it shows and how each figure is computed.
+#pragma once
+
+#include <string>
+
+namespace gather {
+
+/// The page, built once (a static string).
+const std::string& dashboard_html();
+
+/// The Content-Security-Policy sent with the page: inline script and style, fetches to the
+/// gateway itself, nothing from anywhere else.
+const std::string& dashboard_csp();
+
+} // namespace gather
