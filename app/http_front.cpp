@@ -1,7 +1,8 @@
 // The inbound HTTP side. Checks run in the contract's order (no_route, method, size, overload,
-// body); an admitted aggregate request becomes one coordinator actor, and the handler thread waits
-// on a reply_channel (the only blocking wait in Gather, forced by cpp-httplib's synchronous
-// handlers) for the coordinator's answer, the client hanging up, or a hard limit.
+// body); an admitted aggregate request becomes one coordinator actor, an admitted batch request one
+// batch coordinator, and the handler thread waits on a reply_channel (the only blocking wait in
+// Gather, forced by cpp-httplib's synchronous handlers) for the coordinator's answer, the client
+// hanging up, or a hard limit.
 #include "gather/http_front.hpp"
 
 #include <random>
@@ -11,6 +12,8 @@
 #include <caf/all.hpp>
 #include <httplib.h>
 
+#include "gather/batch_body.hpp"
+#include "gather/batch_coordinator.hpp"
 #include "gather/coordinator.hpp"
 #include "gather/http_reply.hpp"
 #include "gather/metrics.hpp"
@@ -197,7 +200,7 @@ struct http_front::impl {
       return;
     }
     if (route.batch) {
-      refuse(res, route_index, error_reply(501, "not_implemented", current_request_id), arrived);
+      send(res, batch(req, route_index, std::move(match->captures), arrived));
     } else {
       send(res, aggregate(req, route_index, std::move(match->captures), arrived));
     }
@@ -224,7 +227,43 @@ struct http_front::impl {
     job->route_index = route_index;
     job->runtime = runtime;
     job->channel = std::make_shared<reply_channel>();
-    auto& in = job->inbound;
+    job->inbound = inbound_of(req, std::move(captures), arrived);
+    auto channel = job->channel;
+    auto coordinator_actor = system.spawn(coordinator, std::shared_ptr<const aggregate_job>(job));
+    return await_answer(*channel, coordinator_actor, route_index, arrived + route.deadline, arrived);
+  }
+
+  /// A batch POST: the body is parsed here, on the handler thread (a 400 costs no actor), then one
+  /// batch coordinator runs the items' calls.
+  http_reply batch(const httplib::Request& req, std::size_t route_index,
+                   std::vector<std::pair<std::string, std::string>> captures,
+                   clock::time_point arrived) {
+    const auto& route = cfg.routes[route_index];
+    auto body = parse_batch_body(req.body, route.batch->max_items);
+    if (!body.problem.empty()) {
+      runtime.counters->request_done(route_index, 400, elapsed_us(arrived));
+      log_request(current_request_id, route.path, 400, elapsed_ms(arrived),
+                  "bad batch body: " + body.problem);
+      return error_reply(400, "bad_request", current_request_id, {}, body.problem);
+    }
+    auto job = std::make_shared<batch_job>();
+    job->route = &route;
+    job->route_index = route_index;
+    job->runtime = runtime;
+    job->channel = std::make_shared<reply_channel>();
+    job->inbound = inbound_of(req, std::move(captures), arrived);
+    job->plan = plan_batch(std::move(body.items), *route.batch, job->inbound);
+    auto channel = job->channel;
+    auto coordinator_actor = system.spawn(batch_coordinator, std::shared_ptr<const batch_job>(job));
+    return await_answer(*channel, coordinator_actor, route_index, arrived + route.batch->deadline,
+                        arrived);
+  }
+
+  /// The parts of the request a route may read; header names lower-case.
+  static inbound_request inbound_of(const httplib::Request& req,
+                                    std::vector<std::pair<std::string, std::string>> captures,
+                                    clock::time_point arrived) {
+    inbound_request in;
     in.request_id = current_request_id;
     in.arrived = arrived;
     in.captures = std::move(captures);
@@ -236,11 +275,18 @@ struct http_front::impl {
         c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
       in.headers.emplace(std::move(lower), value);
     }
-    auto channel = job->channel;
-    auto coordinator_actor = system.spawn(coordinator, std::shared_ptr<const aggregate_job>(job));
-    switch (channel->wait(current_client_fd, arrived + route.deadline + handler_grace)) {
+    return in;
+  }
+
+  /// Waits for a coordinator's answer; stops the coordinator when the client hangs up or when the
+  /// route's `deadline` plus handler_grace passes without an answer (then it answers 504 itself).
+  http_reply await_answer(reply_channel& channel, const caf::actor& coordinator_actor,
+                          std::size_t route_index, clock::time_point deadline,
+                          clock::time_point arrived) {
+    const auto& route = cfg.routes[route_index];
+    switch (channel.wait(current_client_fd, deadline + handler_grace)) {
       case reply_channel::outcome::replied:
-        return channel->take();
+        return channel.take();
       case reply_channel::outcome::client_gone:
         caf::anon_send_exit(coordinator_actor, caf::exit_reason::user_shutdown);
         stats.client_gone.fetch_add(1, std::memory_order_relaxed);

@@ -1,5 +1,7 @@
 #include "gather/ops_endpoints.hpp"
 
+#include "gather/dashboard.hpp"
+
 #include <caf/actor_registry.hpp>
 #include <caf/actor_system.hpp>
 #include <caf/scheduler/abstract_coordinator.hpp>
@@ -67,8 +69,15 @@ http_reply debug_actors(const ops_sources& src) {
   return reply;
 }
 
-http_reply dashboard(const std::string& request_id) {
-  return error_reply(501, "not_implemented", request_id);
+/// The live page (app/dashboard.cpp): self-contained, so the policy allows nothing from elsewhere.
+http_reply dashboard(const std::string& /*request_id*/) {
+  http_reply reply;
+  reply.content_type = "text/html; charset=utf-8";
+  reply.body = dashboard_html();
+  reply.headers.emplace_back("Content-Security-Policy", dashboard_csp());
+  reply.headers.emplace_back("Cache-Control", "no-store");
+  reply.headers.emplace_back("X-Content-Type-Options", "nosniff");
+  return reply;
 }
 
 } // namespace

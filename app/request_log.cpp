@@ -2,9 +2,12 @@
 
 #include <chrono>
 #include <cstdio>
+#include <map>
 #include <mutex>
 
 #include <nlohmann/json.hpp>
+
+#include "gather/batch_response.hpp"
 
 namespace gather {
 
@@ -52,6 +55,49 @@ void log_request(const inbound_request& in, const std::string& route, int status
     if (!o.detail.empty())
       part["detail"] = o.detail;
   }
+  emit(record);
+}
+
+void log_batch_request(const inbound_request& in, const std::string& route, int status,
+                       std::int64_t ms, const batch_plan& plan,
+                       const std::vector<section_outcome>& calls) {
+  auto record = base_record(in.request_id, route, status, ms);
+  const auto counts = count_rows(plan, calls);
+  std::int64_t attempts = 0;
+  std::size_t not_started = 0;
+  for (const auto& call : calls) {
+    attempts += call.attempts;
+    not_started += call.attempts == 0 ? 1 : 0;
+  }
+  record["items"] = plan.rows.size();
+  record["calls"] = calls.size();
+  record["attempts"] = attempts;
+  record["not_started"] = not_started; // calls the deadline cut off before their first attempt
+  record["counts"] = {{"ok", counts.ok},
+                      {"timeout", counts.timeout},
+                      {"error", counts.error},
+                      {"rejected", counts.rejected}};
+  std::vector<std::size_t> first_row(calls.size(), plan.rows.size());
+  for (std::size_t row = plan.rows.size(); row-- > 0;)
+    first_row[plan.call_of_row[row]] = row;
+  // One entry per kind of failure, not per call: a batch of 1000 timeouts is one line, not 1000.
+  std::map<std::pair<std::string, int>, nlohmann::json> failures;
+  for (std::size_t c = 0; c < calls.size(); ++c) {
+    const auto& call = calls[c];
+    if (call.status == section_status::ok)
+      continue;
+    auto [it, fresh] = failures.try_emplace({to_string(call.status), call.last_http});
+    if (fresh)
+      it->second = {{"status", to_string(call.status)},
+                    {"http", call.last_http},
+                    {"calls", 0},
+                    {"first_item", nlohmann::json::parse(plan.rows[first_row[c]])},
+                    {"detail", call.detail}};
+    it->second["calls"] = it->second["calls"].get<int>() + 1;
+  }
+  auto& summary = record["failures"] = nlohmann::json::array();
+  for (auto& [kind, entry] : failures)
+    summary.push_back(std::move(entry));
   emit(record);
 }
 

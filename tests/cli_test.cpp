@@ -8,6 +8,9 @@
 #include <nlohmann/json.hpp>
 
 #include "support/child_process.hpp"
+#include "support/test_server.hpp"
+
+#include <thread>
 
 using namespace gather::test;
 using nlohmann::json;
@@ -109,4 +112,37 @@ TEST_CASE("demo: serves a degraded product page out of the box", "[cli]") {
   CHECK(stock["data"]["stock"] == json{{"available", 3}});
   demo.signal(SIGINT);
   CHECK(demo.wait_exit() == 0);
+}
+
+TEST_CASE("serve: SIGTERM lets the request in flight finish, by its deadline, then exits 0", "[cli]") {
+  silent_server hung;
+  json cfg = {{"listen", "127.0.0.1:0"},
+              {"routes",
+               {{{"path", "/p"},
+                 {"deadline_ms", 600},
+                 {"sections",
+                  {{{"name", "slow"}, {"url", hung.base_url() + "/x"}, {"timeout_ms", 5000}, {"fallback", 0}}}}}}}};
+  child_process gw{binary, {"serve", "--config", temp_file(cfg.dump())}};
+  auto line = gw.wait_for_line("listening on");
+  REQUIRE(line);
+  const int port = port_of(*line);
+  int status = 0;
+  std::string body;
+  std::thread client([&] {
+    httplib::Client c{"127.0.0.1", port};
+    c.set_read_timeout(5, 0);
+    if (auto r = c.Get("/p")) {
+      status = r->status;
+      body = r->body;
+    }
+  });
+  REQUIRE(eventually([&] { return hung.accepted() == 1; }));
+  gw.signal(SIGTERM);
+  client.join();
+  REQUIRE(status == 200);
+  CHECK(json::parse(body)["sections"]["slow"]["status"] == "timeout");
+  CHECK(gw.wait_exit() == 0);
+  httplib::Client after{"127.0.0.1", port};
+  after.set_connection_timeout(0, 300000);
+  CHECK(!after.Get("/p")); // no longer listening
 }

@@ -142,8 +142,8 @@ TEST_CASE("a trickling body is cut at the timeout", "[client]") {
         sink.done();
         return true;
       }
-      server.delay(100ms);
-      return sink.write("x", 1); // false once the client has gone
+      if (sent > 0) server.delay(100ms); // the status line and a first byte go out at once
+      return sink.write("x", 1);         // false once the client has gone
     });
   });
   server.start();

@@ -8,7 +8,7 @@ namespace gather {
 using run_atom = caf::atom_constant<caf::atom("run")>;           ///< coordinator -> worker: start
 using deadline_atom = caf::atom_constant<caf::atom("deadline")>; ///< coordinator -> itself
 using attempt_atom = caf::atom_constant<caf::atom("attempt")>;   ///< worker -> coordinator: a call started
-using retry_atom = caf::atom_constant<caf::atom("retry")>;       ///< worker -> itself, after backoff
-using done_atom = caf::atom_constant<caf::atom("done")>;         ///< client -> worker: transfer ended
+using retry_atom = caf::atom_constant<caf::atom("retry")>;       ///< worker or batch -> itself, after backoff
+using done_atom = caf::atom_constant<caf::atom("done")>;         ///< client -> worker or batch: transfer ended
 
 } // namespace gather

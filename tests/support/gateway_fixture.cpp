@@ -15,6 +15,15 @@ nlohmann::json route_config_json(const std::string& path, nlohmann::json section
   return cfg;
 }
 
+nlohmann::json batch_route_config_json(const std::string& path, nlohmann::json batch,
+                                       nlohmann::json top) {
+  nlohmann::json cfg = {{"listen", "127.0.0.1:0"}, {"max_inflight", 64},
+                        {"routes", {{{"path", path}, {"batch", std::move(batch)}}}}};
+  for (auto& [key, value] : top.items())
+    cfg[key] = value;
+  return cfg;
+}
+
 running_gateway::running_gateway(const nlohmann::json& config_json) {
   auto loaded = load_config(config_json.dump());
   if (!loaded.value) {
@@ -39,6 +48,12 @@ httplib::Client running_gateway::client() const {
 httplib::Result running_gateway::get(const std::string& path, const httplib::Headers& headers) const {
   auto c = client();
   return c.Get(path.c_str(), headers);
+}
+
+httplib::Result running_gateway::post(const std::string& path, const std::string& body,
+                                      const httplib::Headers& headers) const {
+  auto c = client();
+  return c.Post(path.c_str(), headers, body, "application/json");
 }
 
 long long ms_since(std::chrono::steady_clock::time_point start) {

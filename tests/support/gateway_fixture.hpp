@@ -16,6 +16,11 @@ namespace gather::test {
 nlohmann::json route_config_json(const std::string& path, nlohmann::json sections, int deadline_ms,
                                  nlohmann::json top = nlohmann::json::object());
 
+/// A config with one batch route `path` whose `batch` object is `batch`; `top` adds or overrides
+/// top-level keys.
+nlohmann::json batch_route_config_json(const std::string& path, nlohmann::json batch,
+                                       nlohmann::json top = nlohmann::json::object());
+
 class running_gateway {
 public:
   explicit running_gateway(const nlohmann::json& config_json);
@@ -26,6 +31,9 @@ public:
   /// A fresh client (10 s read timeout), safe to use from any one thread.
   httplib::Client client() const;
   httplib::Result get(const std::string& path, const httplib::Headers& headers = {}) const;
+  /// POSTs `body` as application/json.
+  httplib::Result post(const std::string& path, const std::string& body,
+                       const httplib::Headers& headers = {}) const;
 
 private:
   std::unique_ptr<gateway> gateway_;

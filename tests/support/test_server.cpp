@@ -31,13 +31,14 @@ sockaddr_in loopback_address(int port) {
   return addr;
 }
 
-bool can_connect(int port) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return false;
-  const sockaddr_in addr = loopback_address(port);
-  const bool connected = ::connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) == 0;
-  ::close(fd);
-  return connected;
+// A full HTTP round trip: a bare connect succeeds as soon as the socket listens (the kernel
+// queues it), and is_running() turns true before httplib has created its handler pool.
+// OPTIONS reaches no GET handler, so it does not show up in calls().
+bool answers_http(int port) {
+  httplib::Client probe("127.0.0.1", port);
+  probe.set_connection_timeout(1);
+  probe.set_read_timeout(1);
+  return static_cast<bool>(probe.Options("*"));
 }
 
 [[noreturn]] void fail(const std::string& what) {
@@ -94,8 +95,7 @@ void test_server::start() {
   if (port_ < 0) fail("test_server: bind");
   if (::listen(*listen_fd, listen_backlog) != 0) fail("test_server: listen");
   thread_ = std::thread([this] { server_.listen_after_bind(); });
-  // The socket queues connections from bind on; is_running() says the accept loop has begun.
-  if (!eventually([this] { return server_.is_running() && can_connect(port_); }))
+  if (!eventually([this] { return server_.is_running() && answers_http(port_); }, std::chrono::seconds(10)))
     throw std::runtime_error("test_server: did not start");
 }
 

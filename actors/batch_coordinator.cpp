@@ -1,0 +1,194 @@
+// The batch coordinator: one actor per inbound batch request, from its first item call to its answer.
+//
+//          HTTP handler thread (body parsed, items planned into distinct calls)
+//                 |  spawn(job)                               ^ deliver(reply) via reply_channel
+//                 v                                           |
+//   +-------------------------+  deadline_atom (delayed, to itself)
+//   |    batch coordinator    |<--------------------------------+
+//   +-------------------------+  retry_atom(c) (delayed, to itself: call c's backoff)
+//      | submit(url of call c)           ^ done_atom(c, transfer_result)
+//      v                                 |
+//   downstream_client (curl multi, one I/O thread; at most `concurrency` calls of this batch)
+//
+// Life: start the first `concurrency` calls; whenever a call ends (ok, or failed with no retry
+// allowed) start the next waiting one, so the window slides and never waits for a whole chunk;
+// answer once every call has ended or the deadline passes (calls still running, or in backoff,
+// become `timeout` with the attempts they started; calls never started `timeout` with 0); quit.
+// The state's destructor cancels every transfer still in flight, however the actor ends.
+//
+// No actor per item: a batch call needs no coordination of its own, so one actor drives them all
+// through downstream_client. The window is a counter, cancelling is one loop, and 1000 items cost
+// one mailbox, not 1000 actors. What a call shares with a section (classification, the retry rule)
+// lives in downstream_answer.hpp and retry_rule.hpp. Every message is a plain send: nothing here
+// ever waits for a reply, so the deadline always runs on time.
+#include "gather/batch_coordinator.hpp"
+
+#include <caf/all.hpp>
+
+#include "gather/atoms.hpp"
+#include "gather/batch_response.hpp"
+#include "gather/downstream_answer.hpp"
+#include "gather/downstream_request.hpp"
+#include "gather/messages.hpp"
+#include "gather/metrics.hpp"
+#include "gather/request_log.hpp"
+#include "gather/retry_rule.hpp"
+
+namespace gather {
+
+namespace {
+
+using clock = std::chrono::steady_clock;
+using batch_ptr = caf::stateful_actor<batch_coordinator_state>*;
+using phase = batch_coordinator_state::phase;
+
+std::int64_t ms_since(steady_time t) {
+  return std::chrono::duration_cast<millis>(clock::now() - t).count();
+}
+
+const batch_config& batch_of(const batch_coordinator_state& st) {
+  return *st.job->route->batch;
+}
+
+void answer(batch_ptr self) {
+  auto& st = self->state;
+  const auto& job = *st.job;
+  st.answered->store(true);
+  auto reply = build_batch_reply(job.plan, st.outcomes);
+  job.runtime.counters->request_done(job.route_index, reply.status,
+                                     std::chrono::duration_cast<std::chrono::microseconds>(
+                                       clock::now() - job.inbound.arrived));
+  log_batch_request(job.inbound, job.route->path, reply.status, ms_since(job.inbound.arrived),
+                    job.plan, st.outcomes);
+  job.channel->deliver(std::move(reply));
+  self->quit();
+}
+
+void start_attempt(batch_ptr self, std::size_t c) {
+  auto& st = self->state;
+  const auto& runtime = st.job->runtime;
+  ++st.outcomes[c].attempts;
+  transfer_request request{st.job->plan.urls[c], st.headers, batch_of(st).timeout,
+                           runtime.max_response_bytes};
+  auto me = caf::actor_cast<caf::actor>(self);
+  auto answered = st.answered;
+  auto* stats = runtime.stats;
+  // Runs on the curl I/O thread: count or forward, nothing else.
+  st.transfers[c] = runtime.client->submit(
+    std::move(request), [me, c, answered, stats](transfer_result&& r) {
+      if (answered->load())
+        stats->late_replies.fetch_add(1, std::memory_order_relaxed);
+      else
+        caf::anon_send(me, done_atom::value, c, std::move(r));
+    });
+}
+
+/// Starts waiting calls, in order, while fewer than `concurrency` are running.
+void fill_window(batch_ptr self) {
+  auto& st = self->state;
+  const auto concurrency = batch_of(st).concurrency;
+  while (st.running < concurrency && st.next_call < st.phases.size()) {
+    const auto c = st.next_call++;
+    st.phases[c] = phase::running;
+    st.started[c] = clock::now();
+    ++st.running;
+    start_attempt(self, c);
+  }
+}
+
+void finish(batch_ptr self, std::size_t c, section_outcome outcome) {
+  auto& st = self->state;
+  outcome.attempts = st.outcomes[c].attempts;
+  outcome.ms = ms_since(st.started[c]);
+  st.outcomes[c] = std::move(outcome);
+  st.phases[c] = phase::done;
+  --st.running;
+  if (--st.open == 0)
+    return answer(self);
+  fill_window(self);
+}
+
+void attempt_ended(batch_ptr self, std::size_t c, transfer_result&& result) {
+  auto& st = self->state;
+  st.transfers[c] = 0;
+  const auto& batch = batch_of(st);
+  auto verdict = classify_answer(std::move(result), batch.fields);
+  section_outcome outcome;
+  outcome.status = verdict.status;
+  outcome.last_http = verdict.http_status;
+  outcome.detail = std::move(verdict.detail);
+  if (verdict.status == section_status::ok) {
+    outcome.data = std::move(verdict.data);
+    return finish(self, c, std::move(outcome));
+  }
+  auto next = decide_retry(verdict.retryable, st.outcomes[c].attempts, batch.retry, batch.timeout,
+                           st.deadline, clock::now());
+  if (next.what == retry_decision::kind::retry) {
+    if (next.backoff.count() == 0)
+      start_attempt(self, c);
+    else
+      self->delayed_send(self, next.backoff, retry_atom::value, c);
+    return;
+  }
+  if (next.what == retry_decision::kind::too_late)
+    outcome.detail += "; no retry: it would not finish before the deadline";
+  finish(self, c, std::move(outcome));
+}
+
+void on_deadline(batch_ptr self) {
+  auto& st = self->state;
+  for (std::size_t c = 0; c < st.phases.size(); ++c) {
+    if (st.phases[c] == phase::done)
+      continue;
+    const bool started = st.phases[c] == phase::running;
+    auto& outcome = st.outcomes[c]; // attempts counted as they started (0 if never started)
+    outcome.status = section_status::timeout;
+    outcome.ms = started ? ms_since(st.started[c]) : 0;
+    outcome.detail = started ? "deadline passed" : "deadline passed before it started";
+    st.phases[c] = phase::done;
+  }
+  answer(self);
+}
+
+} // namespace
+
+batch_coordinator_state::~batch_coordinator_state() {
+  if (!job)
+    return;
+  for (auto transfer : transfers)
+    if (transfer != 0)
+      job->runtime.client->cancel(transfer);
+  job->runtime.stats->coordinators.fetch_sub(1, std::memory_order_relaxed);
+}
+
+caf::behavior batch_coordinator(caf::stateful_actor<batch_coordinator_state>* self,
+                                std::shared_ptr<const batch_job> job) {
+  auto& st = self->state;
+  const auto calls = job->plan.urls.size();
+  job->runtime.stats->coordinators.fetch_add(1, std::memory_order_relaxed);
+  st.job = std::move(job);
+  const auto& batch = batch_of(st);
+  st.deadline = st.job->inbound.arrived + batch.deadline;
+  st.headers = downstream_headers(batch.forward_headers, st.job->inbound);
+  st.phases.assign(calls, phase::waiting);
+  st.outcomes.resize(calls);
+  st.started.resize(calls);
+  st.transfers.assign(calls, 0);
+  st.open = calls;
+  if (calls == 0) {
+    answer(self); // an empty batch: nothing to wait for, and no deadline message left behind
+  } else {
+    const auto left = std::chrono::duration_cast<millis>(st.deadline - clock::now());
+    self->delayed_send(self, std::max(millis{0}, left), deadline_atom::value);
+    fill_window(self);
+  }
+  return {
+    [self](done_atom, std::size_t c, transfer_result& result) {
+      attempt_ended(self, c, std::move(result));
+    },
+    [self](retry_atom, std::size_t c) { start_attempt(self, c); },
+    [self](deadline_atom) { on_deadline(self); },
+  };
+}
+
+} // namespace gather
