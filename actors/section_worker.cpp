@@ -1,8 +1,11 @@
 // The section worker: one section of one request, from its first attempt to its one reply.
 //
-//   coordinator --run--------------> worker --submit--> downstream_client (curl I/O thread)
+//   coordinator --run--------------> worker --lookup--> section_cache   (cached sections only:
+//                                           <--hit | lead | joined(outcome)--  see section_cache.hpp)
+//                                    worker --submit--> downstream_client (curl I/O thread)
 //   coordinator <--attempt(i)------- worker <--done---- downstream_client
 //                                    worker --retry---> worker (a delayed message: the backoff)
+//                                    worker --store---> section_cache   (a flight's leader)
 //   coordinator <--section_outcome-- worker, which then quits
 //
 // Per-attempt timeouts belong to curl (CURLOPT_TIMEOUT_MS); backoff is a delayed message, never a
@@ -18,6 +21,7 @@
 #include "gather/messages.hpp"
 #include "gather/metrics.hpp"
 #include "gather/retry_rule.hpp"
+#include "gather/section_cache.hpp"
 
 namespace gather {
 
@@ -26,9 +30,18 @@ namespace {
 using clock = std::chrono::steady_clock;
 using worker_ptr = caf::stateful_actor<section_worker_state>*;
 
+void count_cache(worker_ptr self, cache_event event) {
+  auto& st = self->state;
+  if (st.runtime.counters)
+    st.runtime.counters->cache(st.call.route, st.call.index, event);
+}
+
+millis time_left(const section_worker_state& st) {
+  return std::max(millis{1}, std::chrono::duration_cast<millis>(st.call.deadline - clock::now()));
+}
+
 void reply(worker_ptr self, section_outcome outcome) {
   auto& st = self->state;
-  outcome.attempts = st.attempts;
   outcome.ms = std::chrono::duration_cast<millis>(clock::now() - st.started).count();
   // The coordinator may have answered already: this reply then lands on a dead mailbox.
   if (st.call.answered->load())
@@ -38,13 +51,52 @@ void reply(worker_ptr self, section_outcome outcome) {
   self->quit();
 }
 
+/// A failed call whose cache entry expired recently shows that entry instead of its fallback.
+void use_stale(worker_ptr self, section_outcome& outcome, std::string stale) {
+  if (stale.empty())
+    return;
+  outcome.source = data_source::stale;
+  outcome.data = std::move(stale);
+  count_cache(self, cache_event::stale);
+}
+
+/// The leader of a cache flight reports its outcome, so that waiters get it and ok data is stored.
+/// A failure waits for the cache's answer: it may carry stale data to show instead of the fallback.
+void finish_flight(worker_ptr self, section_outcome outcome) {
+  auto& st = self->state;
+  const auto& shard = st.runtime.cache->shard_for(st.call.cache_key);
+  const auto ttl = static_cast<std::int64_t>(st.call.cache_ttl.count());
+  const auto stale = static_cast<std::int64_t>(st.call.stale_ttl.count());
+  if (outcome.status == section_status::ok) {
+    self->send(shard, store_atom::value, st.call.cache_key, outcome.status, outcome.data,
+               outcome.attempts, outcome.last_http, ttl, stale);
+    return reply(self, std::move(outcome));
+  }
+  self->request(shard, time_left(st), store_atom::value, st.call.cache_key, outcome.status,
+                std::string{}, outcome.attempts, outcome.last_http, ttl, stale)
+    .then(
+      [self, outcome](std::string& stale_data) mutable {
+        use_stale(self, outcome, std::move(stale_data));
+        reply(self, std::move(outcome));
+      },
+      [self, outcome](caf::error&) mutable { reply(self, std::move(outcome)); });
+}
+
+void finish(worker_ptr self, section_outcome outcome) {
+  outcome.attempts = self->state.attempts;
+  if (!self->state.call.cache_key.empty())
+    finish_flight(self, std::move(outcome));
+  else
+    reply(self, std::move(outcome));
+}
+
 void start_attempt(worker_ptr self) {
   auto& st = self->state;
-  if (++st.attempts > 1)
+  if (++st.attempts > 1 && st.runtime.counters)
     st.runtime.counters->retry(st.call.route, st.call.index);
   self->send(st.coordinator, attempt_atom::value, st.call.index);
-  transfer_request request{st.call.url, st.call.headers, st.call.section->timeout,
-                           st.runtime.max_response_bytes};
+  transfer_request request{st.call.work.url, st.call.work.headers, millis{st.call.work.timeout_ms},
+                           st.call.work.max_response_bytes};
   auto me = caf::actor_cast<caf::actor>(self);
   auto answered = st.call.answered;
   auto* stats = st.runtime.stats;
@@ -60,17 +112,17 @@ void start_attempt(worker_ptr self) {
 void attempt_ended(worker_ptr self, transfer_result&& result) {
   auto& st = self->state;
   st.transfer = 0;
-  const auto& section = *st.call.section;
-  auto verdict = classify_answer(std::move(result), section.fields);
+  const auto& work = st.call.work;
+  auto verdict = classify_answer(std::move(result), work.fields);
   section_outcome outcome;
   outcome.status = verdict.status;
   outcome.last_http = verdict.http_status;
   outcome.detail = std::move(verdict.detail);
   if (verdict.status == section_status::ok) {
     outcome.data = std::move(verdict.data);
-    return reply(self, std::move(outcome));
+    return finish(self, std::move(outcome));
   }
-  auto next = decide_retry(verdict.retryable, st.attempts, section.retry, section.timeout,
+  auto next = decide_retry(verdict.retryable, st.attempts, retry_of(work), millis{work.timeout_ms},
                            st.call.deadline, clock::now());
   if (next.what == retry_decision::kind::retry) {
     if (next.backoff.count() == 0)
@@ -81,7 +133,41 @@ void attempt_ended(worker_ptr self, transfer_result&& result) {
   }
   if (next.what == retry_decision::kind::too_late)
     outcome.detail += "; no retry: it would not finish before the deadline";
-  reply(self, std::move(outcome));
+  finish(self, std::move(outcome));
+}
+
+/// Cached sections ask the cache first: a hit or a joined flight needs no call of its own.
+void look_up(worker_ptr self) {
+  auto& st = self->state;
+  self->request(st.runtime.cache->shard_for(st.call.cache_key), time_left(st), lookup_atom::value,
+                st.call.cache_key)
+    .then(
+      [self](cache_answer& answer) {
+        section_outcome outcome;
+        switch (answer.what) {
+          case cache_answer::kind::lead:
+            count_cache(self, cache_event::miss);
+            return start_attempt(self);
+          case cache_answer::kind::hit:
+            count_cache(self, cache_event::hit);
+            outcome.status = section_status::ok;
+            outcome.source = data_source::cache;
+            outcome.data = std::move(answer.data);
+            return reply(self, std::move(outcome));
+          case cache_answer::kind::joined:
+            count_cache(self, cache_event::coalesced);
+            outcome.status = answer.status;
+            outcome.attempts = answer.attempts; // the shared call's, as CONTRACT §3 asks
+            outcome.last_http = answer.last_http;
+            outcome.detail = "joined another request's call";
+            if (answer.status == section_status::ok)
+              outcome.data = std::move(answer.data);
+            else
+              use_stale(self, outcome, std::move(answer.stale));
+            return reply(self, std::move(outcome));
+        }
+      },
+      [self](caf::error&) { start_attempt(self); }); // no answer from the cache: call anyway
 }
 
 } // namespace
@@ -104,7 +190,9 @@ caf::behavior section_worker(caf::stateful_actor<section_worker_state>* self, ca
   self->set_down_handler([self](caf::down_msg&) {
     auto& st = self->state;
     if (st.promised) { // never leave a promise undelivered: it would pin this actor
-      st.promise.deliver(section_outcome{section_status::timeout});
+      section_outcome gone;
+      gone.status = section_status::timeout;
+      st.promise.deliver(std::move(gone));
       st.promised = false;
     }
     self->quit(); // the state's destructor cancels the transfer
@@ -115,7 +203,10 @@ caf::behavior section_worker(caf::stateful_actor<section_worker_state>* self, ca
       st.promise = self->make_response_promise<section_outcome>();
       st.promised = true;
       st.started = clock::now();
-      start_attempt(self);
+      if (st.runtime.cache && !st.call.cache_key.empty())
+        look_up(self);
+      else
+        start_attempt(self);
       return st.promise;
     },
     [self](done_atom, transfer_result& result) { attempt_ended(self, std::move(result)); },

@@ -67,7 +67,7 @@ http_reply build_aggregate_reply(const route_config& route, std::vector<section_
   std::vector<std::string> data_texts(n);
   for (auto i : route.resolve_order) {
     auto& outcome = outcomes[i];
-    if (outcome.status == section_status::ok) {
+    if (outcome.status == section_status::ok || outcome.source == data_source::stale) {
       data_texts[i] = outcome.data;
     } else {
       outcome.source = data_source::fallback;

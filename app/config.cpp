@@ -711,7 +711,7 @@ section_config read_section(const object_reader& section, std::size_t index,
                             const route_config& route, bool route_path_valid,
                             const std::map<std::string, std::size_t>& names) {
   section.reject_unknown_keys({"name", "url", "timeout_ms", "required", "fallback", "fallback_from",
-                               "retry", "cache_ttl_ms", "fields", "forward_headers"});
+                               "retry", "cache_ttl_ms", "stale_ttl_ms", "fields", "forward_headers"});
   const template_scope scope{route_path_valid ? &route : nullptr, &names, index};
   section_config out;
   read_section_name(section, index, names, out);
@@ -728,6 +728,9 @@ section_config read_section(const object_reader& section, std::size_t index,
   out.fallback_from = read_fallback_from(section, scope);
   out.retry = read_retry(section);
   section.read_millis("cache_ttl_ms", 0, 86400000, out.cache_ttl);
+  section.read_millis("stale_ttl_ms", 0, 86400000, out.stale_ttl);
+  if (out.stale_ttl.count() > 0 && out.cache_ttl.count() == 0)
+    section.problem("stale_ttl_ms", "needs cache_ttl_ms: only cached data can be served stale");
   out.fields = read_fields(section);
   out.forward_headers = read_forward_headers(section);
   if (is_optional(section) && !section.find("fallback") && !section.find("fallback_from"))
@@ -1045,11 +1048,14 @@ config read_config(const json& document, problem_list& problems) {
   }
   const object_reader top(document, "", problems);
   top.reject_unknown_keys(
-      {"listen", "max_inflight", "max_body_bytes", "max_response_bytes", "routes", "cluster"});
+      {"listen", "max_inflight", "max_body_bytes", "max_response_bytes", "cache_max_entries",
+       "cache_max_bytes", "routes", "cluster"});
   read_listen(top, out.listen);
   top.read_integer("max_inflight", 1, 1000000, out.max_inflight);
   top.read_integer("max_body_bytes", 1, max_size_bytes, out.max_body_bytes);
   top.read_integer("max_response_bytes", 1, max_size_bytes, out.max_response_bytes);
+  top.read_integer("cache_max_entries", 1, 100000000, out.cache_max_entries);
+  top.read_integer("cache_max_bytes", 1024, 68719476736, out.cache_max_bytes);
   out.routes = read_routes(top);
   if (const auto cluster = top.read_object("cluster")) {
     cluster->reject_unknown_keys({"nodes", "local"});

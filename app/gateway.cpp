@@ -8,6 +8,7 @@
 #include "gather/http_front.hpp"
 #include "gather/inflight_registry.hpp"
 #include "gather/metrics.hpp"
+#include "gather/section_cache.hpp"
 #include "gather/messages.hpp"
 
 namespace gather {
@@ -32,13 +33,16 @@ struct gateway::impl {
   downstream_client client;
   caf::actor_system_config actor_cfg;
   caf::actor_system system;
+  section_cache cache;
   http_front front;
   std::thread serving;
 
   explicit impl(config c)
     : cfg(std::move(c)),
       system(actor_config(actor_cfg)),
-      front(cfg, stats, system, section_runtime{&client, &stats, &counters, &inflight, cfg.max_response_bytes}) {
+      cache(system, cache_limits{cfg.cache_max_entries, cfg.cache_max_bytes}),
+      front(cfg, stats, system,
+            section_runtime{&client, &stats, &counters, &inflight, &cache, cfg.max_response_bytes}) {
   }
 };
 

@@ -1,10 +1,15 @@
 #include "gather/messages.hpp"
 
+#include "gather/section_cache.hpp"
+#include "gather/section_work.hpp"
+
 namespace gather {
 
 void register_message_types(caf::actor_system_config& cfg) {
   cfg.add_message_type<section_outcome>("gather.section_outcome");
   cfg.add_message_type<transfer_result>("gather.transfer_result");
+  cfg.add_message_type<cache_answer>("gather.cache_answer");
+  cfg.add_message_type<section_work>("gather.section_work");
 }
 
 } // namespace gather

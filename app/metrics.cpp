@@ -9,7 +9,7 @@ namespace {
 constexpr int lowest_status = 100;
 constexpr int highest_status = 599;
 constexpr std::size_t status_count = 5;  // section_status values
-constexpr std::size_t source_count = 3;  // data_source values
+constexpr std::size_t source_count = 4;  // data_source values
 constexpr std::size_t cache_event_count = 4;
 const char* const cache_event_names[cache_event_count] = {"hit", "miss", "coalesced", "stale"};
 

@@ -18,6 +18,7 @@ const char* to_string(data_source source) {
     case data_source::live: return "live";
     case data_source::cache: return "cache";
     case data_source::fallback: return "fallback";
+    case data_source::stale: return "stale";
   }
   return "live";
 }

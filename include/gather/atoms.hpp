@@ -10,5 +10,7 @@ using deadline_atom = caf::atom_constant<caf::atom("deadline")>; ///< coordinato
 using attempt_atom = caf::atom_constant<caf::atom("attempt")>;   ///< worker -> coordinator: a call started
 using retry_atom = caf::atom_constant<caf::atom("retry")>;       ///< worker or batch -> itself, after backoff
 using done_atom = caf::atom_constant<caf::atom("done")>;         ///< client -> worker or batch: transfer ended
+using lookup_atom = caf::atom_constant<caf::atom("lookup")>;     ///< worker -> cache: hit, lead or join?
+using store_atom = caf::atom_constant<caf::atom("store")>;       ///< flight leader -> cache: the outcome
 
 } // namespace gather

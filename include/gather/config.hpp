@@ -64,6 +64,7 @@ struct section_config {
   std::optional<field_ref> fallback_from;
   retry_policy retry;
   millis cache_ttl{0};
+  millis stale_ttl{0}; ///< how long past cache_ttl an entry may still stand in for a failed call
   std::vector<field_path> fields;           ///< projection; empty = keep everything
   std::vector<std::string> forward_headers; ///< lower-case names
   /// Sections whose data the URL reads: this section starts only after all of them ended `ok`.
@@ -108,6 +109,8 @@ struct config {
   std::size_t max_inflight = 1024;
   std::size_t max_body_bytes = 1048576;
   std::size_t max_response_bytes = 8388608;
+  std::size_t cache_max_entries = 100000;  ///< section cache bound, all sections together
+  std::size_t cache_max_bytes = 268435456; ///< 256 MiB of keys and data
   std::vector<route_config> routes;
   std::optional<cluster_config> cluster;
 };

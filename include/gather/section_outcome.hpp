@@ -9,7 +9,8 @@
 namespace gather {
 
 enum class section_status : std::uint8_t { ok, timeout, error, rejected, skipped };
-enum class data_source : std::uint8_t { live, cache, fallback };
+/// `stale`: a failed call's expired cache entry stood in for the fallback (stale-if-error).
+enum class data_source : std::uint8_t { live, cache, fallback, stale };
 
 const char* to_string(section_status status);
 const char* to_string(data_source source);

@@ -7,40 +7,51 @@
 #include <vector>
 
 #include <caf/actor.hpp>
-#include <caf/typed_response_promise.hpp>
 #include <caf/stateful_actor.hpp>
+#include <caf/typed_response_promise.hpp>
 
 #include "gather/config.hpp"
 #include "gather/downstream_client.hpp"
 #include "gather/gateway_stats.hpp"
 #include "gather/inbound_request.hpp"
 #include "gather/section_outcome.hpp"
+#include "gather/section_work.hpp"
 
 namespace gather {
 
 class metrics;
 class inflight_registry;
+class section_cache;
 
 /// What the process gives every worker: where to send calls and what to count.
 struct section_runtime {
   downstream_client* client = nullptr;
   gateway_stats* stats = nullptr;
-  metrics* counters = nullptr;
+  metrics* counters = nullptr;       ///< null on a cluster node
   inflight_registry* inflight = nullptr;
+  section_cache* cache = nullptr;    ///< null on a cluster node
   std::size_t max_response_bytes = 8 * 1024 * 1024;
 };
 
-/// One section of one request, resolved: the URL is rendered, the headers chosen.
+/// One section of one request, resolved: what to call, plus what only this process needs.
 struct section_call {
-  const section_config* section = nullptr;
-  std::size_t route = 0; ///< the route's position in the config
+  section_work work;
+  std::size_t route = 0; ///< the route's position in the config (metrics)
   std::size_t index = 0; ///< the section's position in its route
-  std::string url;
-  std::vector<std::string> headers; ///< "Name: value"
   steady_time deadline;
   /// Set once the request is answered: anything arriving afterwards is a late reply.
   std::shared_ptr<std::atomic<bool>> answered;
+  /// Non-empty when the section is cached: the key, and how long entries live.
+  std::string cache_key;
+  millis cache_ttl{0};
+  millis stale_ttl{0};
 };
+
+/// Resolves section `index` of route `route` for one request whose URL rendered to `url`.
+section_call make_section_call(const section_config& section, std::size_t route, std::size_t index,
+                               std::string url, const inbound_request& in, steady_time deadline,
+                               std::shared_ptr<std::atomic<bool>> answered,
+                               std::size_t max_response_bytes);
 
 struct section_worker_state {
   section_runtime runtime;

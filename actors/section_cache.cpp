@@ -1,0 +1,187 @@
+// The section cache actor: one shard of keys, its LRU entries and its flights (see the header).
+#include "gather/section_cache.hpp"
+
+#include <functional>
+#include <list>
+#include <unordered_map>
+
+#include <caf/all.hpp>
+
+#include "gather/atoms.hpp"
+
+namespace gather {
+
+namespace {
+
+using clock = std::chrono::steady_clock;
+
+struct entry {
+  std::string data;
+  clock::time_point fresh_until;
+  clock::time_point stale_until;
+  std::list<std::string>::iterator lru; ///< position in the recency list (front: newest)
+};
+
+struct waiter {
+  caf::actor_addr who;
+  caf::typed_response_promise<cache_answer> promise;
+};
+
+struct flight {
+  caf::actor_addr leader;
+  std::vector<waiter> waiters;
+};
+
+struct cache_shard_state {
+  cache_limits limits;
+  std::unordered_map<std::string, entry> entries;
+  std::list<std::string> recency;
+  std::size_t bytes = 0;
+  std::unordered_map<std::string, flight> flights;
+  std::unordered_map<caf::actor_addr, std::string> led; ///< leader -> the key it calls for
+  static inline const char* name = "section_cache";
+};
+
+using shard_ptr = caf::stateful_actor<cache_shard_state>*;
+
+cache_answer answer(cache_answer::kind what) {
+  cache_answer a;
+  a.what = what;
+  return a;
+}
+
+void erase(cache_shard_state& st, std::unordered_map<std::string, entry>::iterator it) {
+  st.bytes -= it->first.size() + it->second.data.size();
+  st.recency.erase(it->second.lru);
+  st.entries.erase(it);
+}
+
+void store(cache_shard_state& st, const std::string& key, std::string data, millis ttl, millis stale) {
+  if (auto old = st.entries.find(key); old != st.entries.end())
+    erase(st, old);
+  const auto size = key.size() + data.size();
+  if (size > st.limits.max_bytes)
+    return;
+  while (!st.recency.empty() &&
+         (st.entries.size() >= st.limits.max_entries || st.bytes + size > st.limits.max_bytes))
+    erase(st, st.entries.find(st.recency.back()));
+  st.recency.push_front(key);
+  const auto now = clock::now();
+  st.entries.emplace(key, entry{std::move(data), now + ttl, now + ttl + stale, st.recency.begin()});
+  st.bytes += size;
+}
+
+/// Expired data still inside its stale window, or "".
+std::string stale_data(cache_shard_state& st, const std::string& key) {
+  auto it = st.entries.find(key);
+  if (it == st.entries.end())
+    return {};
+  if (clock::now() > it->second.stale_until) {
+    erase(st, it);
+    return {};
+  }
+  return it->second.data;
+}
+
+/// The leader is gone without reporting: the first waiter takes the flight over.
+void hand_over(shard_ptr self, const std::string& key) {
+  auto& st = self->state;
+  auto it = st.flights.find(key);
+  if (it == st.flights.end())
+    return;
+  auto& f = it->second;
+  if (f.waiters.empty()) {
+    st.flights.erase(it);
+    return;
+  }
+  auto next = std::move(f.waiters.front());
+  f.waiters.erase(f.waiters.begin());
+  f.leader = next.who;
+  st.led[next.who] = key;
+  if (auto strong = caf::actor_cast<caf::actor>(next.who))
+    self->monitor(strong);
+  next.promise.deliver(answer(cache_answer::kind::lead));
+}
+
+caf::behavior cache_shard(caf::stateful_actor<cache_shard_state>* self, cache_limits limits) {
+  self->state.limits = limits;
+  self->set_down_handler([self](caf::down_msg& down) {
+    auto& st = self->state;
+    auto it = st.led.find(down.source);
+    if (it == st.led.end())
+      return;
+    auto key = std::move(it->second);
+    st.led.erase(it);
+    hand_over(self, key);
+  });
+  return {
+    [self](lookup_atom, const std::string& key) -> caf::result<cache_answer> {
+      auto& st = self->state;
+      if (auto it = st.entries.find(key); it != st.entries.end() && clock::now() <= it->second.fresh_until) {
+        st.recency.splice(st.recency.begin(), st.recency, it->second.lru);
+        auto hit = answer(cache_answer::kind::hit);
+        hit.data = it->second.data;
+        return hit;
+      }
+      auto who = caf::actor_cast<caf::actor_addr>(self->current_sender()); // before the promise clears it
+      if (auto f = st.flights.find(key); f != st.flights.end()) {
+        auto promise = self->make_response_promise<cache_answer>();
+        f->second.waiters.push_back(waiter{who, promise});
+        return promise;
+      }
+      st.flights.emplace(key, flight{who, {}});
+      st.led[who] = key;
+      if (auto strong = caf::actor_cast<caf::actor>(who))
+        self->monitor(strong);
+      return answer(cache_answer::kind::lead);
+    },
+    [self](store_atom, const std::string& key, section_status status, const std::string& data,
+           std::int32_t attempts, std::int32_t last_http, std::int64_t ttl_ms, std::int64_t stale_ms) -> std::string {
+      auto& st = self->state;
+      if (status == section_status::ok)
+        store(st, key, data, millis{ttl_ms}, millis{stale_ms});
+      auto joined = answer(cache_answer::kind::joined);
+      joined.status = status;
+      joined.data = data;
+      joined.attempts = attempts;
+      joined.last_http = last_http;
+      if (status != section_status::ok)
+        joined.stale = stale_data(st, key);
+      if (auto f = st.flights.find(key); f != st.flights.end()) {
+        st.led.erase(f->second.leader);
+        if (auto strong = caf::actor_cast<caf::actor>(f->second.leader))
+          self->demonitor(strong);
+        for (auto& w : f->second.waiters)
+          w.promise.deliver(joined);
+        st.flights.erase(f);
+      }
+      return joined.stale;
+    },
+  };
+}
+
+} // namespace
+
+section_cache::section_cache(caf::actor_system& system, cache_limits limits, std::size_t shards) {
+  cache_limits per_shard{std::max<std::size_t>(1, limits.max_entries / shards),
+                         std::max<std::size_t>(1, limits.max_bytes / shards)};
+  for (std::size_t i = 0; i < shards; ++i)
+    shards_.push_back(system.spawn(cache_shard, per_shard));
+}
+
+const caf::actor& section_cache::shard_for(const std::string& key) const {
+  return shards_[std::hash<std::string>{}(key) % shards_.size()];
+}
+
+std::string cache_key(std::size_t route, std::size_t section, const std::string& url,
+                      const std::vector<std::string>& forwarded_header_lines) {
+  // NUL cannot occur in a URL or a header line: the parts cannot run into each other.
+  std::string key = std::to_string(route) + '\0' + std::to_string(section) + '\0' + url;
+  for (const auto& line : forwarded_header_lines) {
+    key += '\0';
+    key += line;
+  }
+  return key;
+}
+
+} // namespace gather
