@@ -6,6 +6,9 @@
 //   coordinator <--attempt(i)------- worker <--done---- downstream_client
 //                                    worker --retry---> worker (a delayed message: the backoff)
 //                                    worker --store---> section_cache   (a flight's leader)
+//                                    worker --work----> node_service on a cluster node, which runs
+//                                           <--attempt, section_outcome--  a worker just like this one
+//                                              (or a down message: the node died, retry or error)
 //   coordinator <--section_outcome-- worker, which then quits
 //
 // Per-attempt timeouts belong to curl (CURLOPT_TIMEOUT_MS); backoff is a delayed message, never a
@@ -17,6 +20,7 @@
 #include <caf/all.hpp>
 
 #include "gather/atoms.hpp"
+#include "gather/cluster.hpp"
 #include "gather/downstream_answer.hpp"
 #include "gather/messages.hpp"
 #include "gather/metrics.hpp"
@@ -35,6 +39,10 @@ void count_cache(worker_ptr self, cache_event event) {
   if (st.runtime.counters)
     st.runtime.counters->cache(st.call.route, st.call.index, event);
 }
+
+/// How much longer than the request's remaining time a worker waits for its node's reply: the
+/// node's own timeouts are exact, so this covers only the network and scheduling.
+constexpr millis node_reply_grace{200};
 
 millis time_left(const section_worker_state& st) {
   return std::max(millis{1}, std::chrono::duration_cast<millis>(st.call.deadline - clock::now()));
@@ -90,11 +98,11 @@ void finish(worker_ptr self, section_outcome outcome) {
     reply(self, std::move(outcome));
 }
 
+void count_attempt(worker_ptr self);
+
 void start_attempt(worker_ptr self) {
   auto& st = self->state;
-  if (++st.attempts > 1 && st.runtime.counters)
-    st.runtime.counters->retry(st.call.route, st.call.index);
-  self->send(st.coordinator, attempt_atom::value, st.call.index);
+  count_attempt(self);
   transfer_request request{st.call.work.url, st.call.work.headers, millis{st.call.work.timeout_ms},
                            st.call.work.max_response_bytes};
   auto me = caf::actor_cast<caf::actor>(self);
@@ -107,6 +115,96 @@ void start_attempt(worker_ptr self) {
     else
       caf::anon_send(me, done_atom::value, std::move(r));
   });
+}
+
+void execute(worker_ptr self);
+
+/// An attempt started, here or on a node (which reports its attempts to the worker that sent it).
+void count_attempt(worker_ptr self) {
+  auto& st = self->state;
+  if (++st.attempts > 1 && st.runtime.counters)
+    st.runtime.counters->retry(st.call.route, st.call.index);
+  self->send(st.coordinator, attempt_atom::value, st.call.index);
+}
+
+void retry_or_finish(worker_ptr self, bool retryable, section_outcome outcome) {
+  auto& st = self->state;
+  const auto& work = st.call.work;
+  auto next = decide_retry(retryable, st.attempts, retry_of(work), millis{work.timeout_ms},
+                           st.call.deadline, clock::now());
+  if (next.what == retry_decision::kind::retry) {
+    if (next.backoff.count() == 0)
+      execute(self);
+    else
+      self->delayed_send(self, next.backoff, retry_atom::value);
+    return;
+  }
+  if (next.what == retry_decision::kind::too_late)
+    outcome.detail += "; no retry: it would not finish before the deadline";
+  finish(self, std::move(outcome));
+}
+
+void leave_node(worker_ptr self) {
+  auto& st = self->state;
+  if (!st.node)
+    return;
+  st.runtime.nodes->ended(*st.node);
+  self->demonitor(st.node_actor);
+  st.node.reset();
+  st.node_actor = nullptr;
+}
+
+/// The node running the call died or stopped answering: like a connection error, retried (on
+/// another node or here) where the policy and the deadline allow, else an error at once.
+void node_failed(worker_ptr self, const std::string& why) {
+  auto& st = self->state;
+  const auto node = *st.node;
+  leave_node(self);
+  section_outcome outcome;
+  outcome.status = section_status::error;
+  outcome.node = st.runtime.nodes->address(node);
+  outcome.detail = "node " + outcome.node + ": " + why;
+  retry_or_finish(self, true, std::move(outcome));
+}
+
+void run_remote(worker_ptr self, std::size_t node, caf::actor actor) {
+  auto& st = self->state;
+  st.node = node;
+  st.node_actor = actor;
+  st.runtime.nodes->started(node);
+  self->monitor(actor); // a dead node fails its work now, not at the request's timeout
+  auto work = st.call.work;
+  work.attempts = std::max(1, work.attempts - st.attempts); // what is left of the policy
+  work.budget_ms = time_left(st).count();
+  self->request(actor, time_left(st) + node_reply_grace, work_atom::value, std::move(work))
+    .then(
+      [self, sent = ++st.sent](section_outcome& outcome) {
+        auto& st = self->state;
+        if (sent != st.sent || !st.node)
+          return;
+        outcome.node = st.runtime.nodes->address(*st.node);
+        leave_node(self);
+        finish(self, std::move(outcome));
+      },
+      [self, sent = st.sent](caf::error& err) {
+        if (sent == self->state.sent && self->state.node)
+          node_failed(self, self->system().render(err));
+      });
+}
+
+/// Runs the call here, or sends it to a cluster node when one is up and less busy.
+void execute(worker_ptr self) {
+  auto& st = self->state;
+  if (st.runtime.nodes) {
+    auto where = st.runtime.nodes->place();
+    if (where.node)
+      return run_remote(self, *where.node, std::move(where.actor));
+    if (!st.counted_local) {
+      st.runtime.nodes->local_started();
+      st.counted_local = true;
+    }
+  }
+  start_attempt(self);
 }
 
 void attempt_ended(worker_ptr self, transfer_result&& result) {
@@ -122,18 +220,7 @@ void attempt_ended(worker_ptr self, transfer_result&& result) {
     outcome.data = std::move(verdict.data);
     return finish(self, std::move(outcome));
   }
-  auto next = decide_retry(verdict.retryable, st.attempts, retry_of(work), millis{work.timeout_ms},
-                           st.call.deadline, clock::now());
-  if (next.what == retry_decision::kind::retry) {
-    if (next.backoff.count() == 0)
-      start_attempt(self);
-    else
-      self->delayed_send(self, next.backoff, retry_atom::value);
-    return;
-  }
-  if (next.what == retry_decision::kind::too_late)
-    outcome.detail += "; no retry: it would not finish before the deadline";
-  finish(self, std::move(outcome));
+  retry_or_finish(self, verdict.retryable, std::move(outcome));
 }
 
 /// Cached sections ask the cache first: a hit or a joined flight needs no call of its own.
@@ -147,7 +234,7 @@ void look_up(worker_ptr self) {
         switch (answer.what) {
           case cache_answer::kind::lead:
             count_cache(self, cache_event::miss);
-            return start_attempt(self);
+            return execute(self);
           case cache_answer::kind::hit:
             count_cache(self, cache_event::hit);
             outcome.status = section_status::ok;
@@ -167,7 +254,7 @@ void look_up(worker_ptr self) {
             return reply(self, std::move(outcome));
         }
       },
-      [self](caf::error&) { start_attempt(self); }); // no answer from the cache: call anyway
+      [self](caf::error&) { execute(self); }); // no answer from the cache: call anyway
 }
 
 } // namespace
@@ -175,6 +262,10 @@ void look_up(worker_ptr self) {
 section_worker_state::~section_worker_state() {
   if (transfer != 0)
     runtime.client->cancel(transfer);
+  if (node)
+    runtime.nodes->ended(*node);
+  if (counted_local)
+    runtime.nodes->local_ended();
   if (runtime.stats)
     runtime.stats->workers.fetch_sub(1, std::memory_order_relaxed);
 }
@@ -187,8 +278,10 @@ caf::behavior section_worker(caf::stateful_actor<section_worker_state>* self, ca
   st.coordinator = coordinator;
   st.runtime.stats->workers.fetch_add(1, std::memory_order_relaxed);
   self->monitor(coordinator);
-  self->set_down_handler([self](caf::down_msg&) {
+  self->set_down_handler([self](caf::down_msg& down) {
     auto& st = self->state;
+    if (st.node && down.source == st.node_actor.address())
+      return node_failed(self, "the node went down");
     if (st.promised) { // never leave a promise undelivered: it would pin this actor
       section_outcome gone;
       gone.status = section_status::timeout;
@@ -206,11 +299,12 @@ caf::behavior section_worker(caf::stateful_actor<section_worker_state>* self, ca
       if (st.runtime.cache && !st.call.cache_key.empty())
         look_up(self);
       else
-        start_attempt(self);
+        execute(self);
       return st.promise;
     },
     [self](done_atom, transfer_result& result) { attempt_ended(self, std::move(result)); },
-    [self](retry_atom) { start_attempt(self); },
+    [self](retry_atom) { execute(self); },
+    [self](attempt_atom, std::size_t) { count_attempt(self); }, // from the node running the call
   };
 }
 

@@ -3,7 +3,9 @@
 #include <stdexcept>
 
 #include <caf/all.hpp>
+#include <caf/io/middleman.hpp>
 
+#include "gather/cluster.hpp"
 #include "gather/downstream_client.hpp"
 #include "gather/http_front.hpp"
 #include "gather/inflight_registry.hpp"
@@ -15,15 +17,25 @@ namespace gather {
 
 namespace {
 
-caf::actor_system_config& actor_config(caf::actor_system_config& cfg) {
+caf::actor_system_config& actor_config(caf::actor_system_config& cfg, bool with_cluster) {
   register_message_types(cfg);
+  if (with_cluster) {
+    cfg.load<caf::io::middleman>();
+    enable_failure_detection(cfg);
+  }
   return cfg;
+}
+
+std::unique_ptr<cluster> cluster_of(caf::actor_system& system, const config& cfg) {
+  if (!cfg.cluster || cfg.cluster->nodes.empty())
+    return nullptr;
+  return std::make_unique<cluster>(system, *cfg.cluster);
 }
 
 } // namespace
 
 // Members are destroyed bottom-up: the front first (no new requests, in-flight ones answered),
-// then the actor system (waits for the last workers, whose destructors cancel transfers on the
+// then the cluster links (their threads hold scoped actors), then the actor system (waits for the last workers, whose destructors cancel transfers on the
 // still-running client), then the client.
 struct gateway::impl {
   config cfg;
@@ -34,15 +46,18 @@ struct gateway::impl {
   caf::actor_system_config actor_cfg;
   caf::actor_system system;
   section_cache cache;
+  std::unique_ptr<cluster> nodes;
   http_front front;
   std::thread serving;
 
   explicit impl(config c)
     : cfg(std::move(c)),
-      system(actor_config(actor_cfg)),
+      system(actor_config(actor_cfg, cfg.cluster.has_value())),
       cache(system, cache_limits{cfg.cache_max_entries, cfg.cache_max_bytes}),
+      nodes(cluster_of(system, cfg)),
       front(cfg, stats, system,
-            section_runtime{&client, &stats, &counters, &inflight, &cache, cfg.max_response_bytes}) {
+            section_runtime{&client, &stats, &counters, &inflight, &cache, nodes.get(),
+                            cfg.max_response_bytes}) {
   }
 };
 

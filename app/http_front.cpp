@@ -140,6 +140,10 @@ struct http_front::impl {
         send(res, error_reply(res.status, code_for_status(res.status), current_request_id));
       (void)req;
     });
+    // The id belongs to one request: cleared once its response is written, so a request that
+    // httplib refuses before pre_route (414, a malformed head) on a kept-alive connection gets a
+    // fresh id from the error handler, not the previous request's.
+    server.set_logger([](const httplib::Request&, const httplib::Response&) { current_request_id.clear(); });
     server.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr) {
       send(res, error_reply(500, "internal_error", current_request_id));
     });
@@ -181,7 +185,7 @@ struct http_front::impl {
     const auto arrived = clock::now();
     if (is_ops_path(req.path)) {
       send(res, serve_ops(req.method, req.path, current_request_id,
-                          ops_sources{cfg, stats, system, *runtime.client, *runtime.counters, *runtime.inflight}));
+                          ops_sources{cfg, stats, system, *runtime.client, *runtime.counters, *runtime.inflight, runtime.nodes}));
       return;
     }
     auto match = match_route(cfg.routes, raw_path(req));

@@ -9,6 +9,7 @@
 #include "gather/config.hpp"
 #include "gather/demo.hpp"
 #include "gather/gateway.hpp"
+#include "gather/worker_node.hpp"
 
 namespace {
 
@@ -49,6 +50,28 @@ int serve(gather::config cfg, const std::string& listen, const std::string& bann
     gw.stop();
   } catch (const std::exception& e) {
     std::cerr << "gather: " << e.what() << "\n";
+    return 1;
+  }
+  return 0;
+}
+
+/// A cluster worker node until SIGINT/SIGTERM.
+int run_node(const std::string& listen) {
+  auto address = gather::split_host_port(listen);
+  if (!address) {
+    std::cerr << "--listen: must be host:port\n";
+    return exit_invalid_config;
+  }
+  try {
+    gather::worker_node node;
+    int port = node.start(address->first, address->second);
+    std::cout << "listening on " << address->first << ":" << port << std::endl;
+    auto set = termination_signals();
+    int signal = 0;
+    sigwait(&set, &signal);
+    std::cerr << "gather node: signal " << signal << ", stopping\n";
+  } catch (const std::exception& e) {
+    std::cerr << "gather node: " << e.what() << "\n";
     return 1;
   }
   return 0;
@@ -116,6 +139,5 @@ int main(int argc, char** argv) {
       return report_problems(result);
     return serve(std::move(*result.value), "", demo_banner);
   }
-  std::cerr << "gather node: cluster worker nodes are not part of this build yet\n";
-  return 1;
+  return run_node(listen);
 }

@@ -12,4 +12,9 @@ void register_message_types(caf::actor_system_config& cfg) {
   cfg.add_message_type<section_work>("gather.section_work");
 }
 
+void enable_failure_detection(caf::actor_system_config& cfg) {
+  cfg.set("middleman.heartbeat-interval", caf::timespan{std::chrono::milliseconds{500}});
+  cfg.set("middleman.connection-timeout", caf::timespan{std::chrono::seconds{2}});
+}
+
 } // namespace gather

@@ -1,5 +1,6 @@
 #include "gather/ops_endpoints.hpp"
 
+#include "gather/cluster.hpp"
 #include "gather/dashboard.hpp"
 
 #include <caf/actor_registry.hpp>
@@ -14,17 +15,20 @@ namespace {
 /// How many in-flight requests /debug/actors lists, oldest first.
 constexpr std::size_t slowest_listed = 20;
 
-std::vector<std::pair<std::string, bool>> node_states(const config& cfg) {
-  std::vector<std::pair<std::string, bool>> nodes;
-  if (cfg.cluster)
-    for (const auto& node : cfg.cluster->nodes)
-      nodes.emplace_back(node, false);
-  return nodes;
+std::vector<node_view> node_views(const ops_sources& src) {
+  return src.nodes ? src.nodes->nodes() : std::vector<node_view>{};
+}
+
+std::vector<std::pair<std::string, bool>> node_states(const ops_sources& src) {
+  std::vector<std::pair<std::string, bool>> states;
+  for (const auto& view : node_views(src))
+    states.emplace_back(view.address, view.up);
+  return states;
 }
 
 http_reply healthz(const ops_sources& src) {
   nlohmann::json nodes = nlohmann::json::array();
-  for (const auto& [node, up] : node_states(src.cfg))
+  for (const auto& [node, up] : node_states(src))
     nodes.push_back({{"node", node}, {"up", up}});
   http_reply reply;
   reply.body = nlohmann::json{{"status", "ok"}, {"nodes", nodes}}.dump();
@@ -38,7 +42,7 @@ http_reply metrics_text(const ops_sources& src) {
   process.late_replies = src.stats.late_replies.load();
   process.actors_running = src.system.registry().running();
   process.downstream_inflight = src.client.inflight();
-  process.nodes = node_states(src.cfg);
+  process.nodes = node_states(src);
   http_reply reply;
   reply.content_type = "text/plain; version=0.0.4";
   reply.body = src.counters.exposition(process);
@@ -51,8 +55,9 @@ http_reply debug_actors(const ops_sources& src) {
     slowest.push_back({{"request_id", view.request_id}, {"route", view.route},
                        {"age_ms", view.age_ms}, {"pending", view.pending}});
   auto nodes = nlohmann::json::array();
-  for (const auto& [node, up] : node_states(src.cfg))
-    nodes.push_back({{"node", node}, {"up", up}, {"inflight", 0}});
+  for (const auto& view : node_views(src))
+    nodes.push_back({{"node", view.address}, {"up", view.up}, {"inflight", view.inflight},
+                     {"work", view.work}});
   http_reply reply;
   reply.body = nlohmann::json{{"actors_running", src.system.registry().running()},
                               {"scheduler_threads", src.system.scheduler().num_workers()},

@@ -54,6 +54,8 @@ void log_request(const inbound_request& in, const std::string& route, int status
       part["http"] = o.last_http;
     if (!o.detail.empty())
       part["detail"] = o.detail;
+    if (!o.node.empty())
+      part["node"] = o.node;
   }
   emit(record);
 }

@@ -17,4 +17,8 @@ typename Inspector::result_type inspect(Inspector& f, transfer_result& x) {
 
 void register_message_types(caf::actor_system_config& cfg);
 
+/// Middleman heartbeats and a connection timeout, so that a frozen peer is noticed (without them
+/// CAF never notices one); set on gateways with a cluster and on nodes alike.
+void enable_failure_detection(caf::actor_system_config& cfg);
+
 } // namespace gather

@@ -14,6 +14,8 @@
 
 namespace gather {
 
+class cluster;
+
 /// What the operations endpoints read; owned by the gateway.
 struct ops_sources {
   const config& cfg;
@@ -22,6 +24,7 @@ struct ops_sources {
   const downstream_client& client;
   const metrics& counters;
   const inflight_registry& inflight;
+  const cluster* nodes; ///< null without a cluster
 };
 
 /// True for the paths that take precedence over every route.

@@ -23,12 +23,13 @@ struct section_outcome {
   std::string data;             ///< serialized JSON (status ok only; projection applied)
   std::int32_t last_http = 0;   ///< HTTP status of the last attempt, 0 if none arrived
   std::string detail;           ///< private reason, for the log only
+  std::string node;             ///< the cluster node that made the calls; empty: this process
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, section_outcome& x) {
   return f(caf::meta::type_name("gather.section_outcome"), x.status, x.source, x.attempts, x.ms,
-           x.data, x.last_http, x.detail);
+           x.data, x.last_http, x.detail, x.node);
 }
 
 } // namespace gather

@@ -3,6 +3,7 @@
 
 #include <atomic>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,7 @@ namespace gather {
 class metrics;
 class inflight_registry;
 class section_cache;
+class cluster;
 
 /// What the process gives every worker: where to send calls and what to count.
 struct section_runtime {
@@ -30,6 +32,7 @@ struct section_runtime {
   metrics* counters = nullptr;       ///< null on a cluster node
   inflight_registry* inflight = nullptr;
   section_cache* cache = nullptr;    ///< null on a cluster node
+  cluster* nodes = nullptr;          ///< null without a cluster, and on a cluster node
   std::size_t max_response_bytes = 8 * 1024 * 1024;
 };
 
@@ -62,13 +65,18 @@ struct section_worker_state {
   std::uint64_t transfer = 0; ///< the attempt in flight, 0 when none
   std::int32_t attempts = 0;
   steady_time started;
+  std::optional<std::size_t> node; ///< the cluster node running the call now, if any
+  caf::actor node_actor;
+  std::uint32_t sent = 0;          ///< work sent to nodes so far: tells a stale answer from the current one
+  bool counted_local = false;      ///< counted in the cluster's local share
 
   ~section_worker_state(); ///< cancels a transfer still in flight (the worker quit or was killed)
   static inline const char* name = "section_worker";
 };
 
 /// Spawned by a coordinator, which it monitors: when the coordinator goes, the worker cancels its
-/// transfer and quits. Answers `run_atom` once with a section_outcome.
+/// transfer and quits. Answers `run_atom` once with a section_outcome. On a cluster node the
+/// "coordinator" is the gateway-side worker that sent the work.
 caf::behavior section_worker(caf::stateful_actor<section_worker_state>* self, caf::actor coordinator,
                              section_runtime runtime, section_call call);
 

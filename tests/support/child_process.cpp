@@ -83,6 +83,17 @@ std::optional<std::string> child_process::wait_for_line(const std::string& needl
   }
 }
 
+bool child_process::wait_for_stderr(const std::string& needle, std::chrono::milliseconds limit) {
+  auto end = clock_type::now() + limit;
+  while (err_.find(needle) == std::string::npos) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(end - clock_type::now());
+    if (left.count() <= 0)
+      return false;
+    pump(left);
+  }
+  return true;
+}
+
 void child_process::signal(int sig) {
   ::kill(pid_, sig);
 }

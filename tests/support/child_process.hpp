@@ -18,6 +18,9 @@ public:
   /// The next stdout line that contains `needle`, waiting at most `limit`.
   std::optional<std::string> wait_for_line(const std::string& needle,
                                            std::chrono::milliseconds limit = std::chrono::seconds(10));
+  /// Waits until stderr contains `needle` (at most `limit`).
+  bool wait_for_stderr(const std::string& needle,
+                       std::chrono::milliseconds limit = std::chrono::seconds(10));
   void signal(int sig);
   /// Waits for the exit; the exit code, or nullopt if it did not exit within `limit` (or died by a signal).
   std::optional<int> wait_exit(std::chrono::milliseconds limit = std::chrono::seconds(10));

@@ -1,0 +1,35 @@
+// The node service: a cluster node's published actor.
+//
+//   gateway worker --hello(version)--> node_service --hello(version)--> gateway (a link thread)
+//   gateway worker --work(section_work)--> node_service --spawn--> section_worker
+//                                          (delegated: the worker answers the gateway worker itself,
+//                                           sends it attempt messages, and monitors it: if the
+//                                           gateway worker goes, the call is cancelled)
+#include <caf/all.hpp>
+
+#include "gather/atoms.hpp"
+#include "gather/cluster.hpp"
+#include "gather/messages.hpp"
+#include "gather/section_worker.hpp"
+#include "gather/worker_node.hpp"
+
+namespace gather {
+
+caf::behavior node_service(caf::event_based_actor* self, section_runtime runtime) {
+  return {
+    [](hello_atom, std::int32_t) -> caf::result<hello_atom, std::int32_t> {
+      return {hello_atom::value, cluster_protocol_version};
+    },
+    [self, runtime](work_atom, section_work& work) {
+      auto requester = caf::actor_cast<caf::actor>(self->current_sender());
+      section_call call;
+      call.deadline = std::chrono::steady_clock::now() + millis{work.budget_ms};
+      call.work = std::move(work);
+      call.answered = std::make_shared<std::atomic<bool>>(false);
+      auto worker = self->spawn(section_worker, requester, runtime, std::move(call));
+      return self->delegate(worker, run_atom::value);
+    },
+  };
+}
+
+} // namespace gather

@@ -1,0 +1,31 @@
+// `gather node`: a cluster worker node (CONTRACT §8).
+//
+// It publishes one node_service actor with the CAF middleman. A gateway sends it `section_work`
+// (URL, headers, timeouts, retry policy, projection: everything resolved, no route config needed);
+// the service spawns a section worker per work item, exactly the worker the gateway runs locally,
+// with this process's own downstream client, and the worker answers the gateway directly.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include <caf/fwd.hpp>
+
+namespace gather {
+
+/// The node's published actor: answers `hello` with the protocol version and runs `work`.
+caf::behavior node_service(caf::event_based_actor* self, struct section_runtime runtime);
+
+class worker_node {
+public:
+  worker_node();
+  ~worker_node(); ///< unpublishes; work in flight ends by its own timeouts or its gateway's exit
+  /// Publishes on host:port (0 = pick one); returns the port. Throws std::runtime_error.
+  int start(const std::string& host, int port);
+
+private:
+  struct impl;
+  std::unique_ptr<impl> impl_;
+};
+
+} // namespace gather
