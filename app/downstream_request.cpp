@@ -22,12 +22,26 @@ std::optional<std::string> inbound_value(const url_part& part, const inbound_req
   return std::nullopt;
 }
 
+namespace {
+
+/// A forwarded value as it may go on the wire: CR, LF and NUL become spaces (RFC 9110 5.5). The
+/// inbound parser keeps a bare CR inside a value, and a downstream or proxy that ends lines at a
+/// bare CR would otherwise read the rest as a header of the client's choosing.
+std::string field_value(std::string value) {
+  for (char& c : value)
+    if (c == '\r' || c == '\n' || c == '\0')
+      c = ' ';
+  return value;
+}
+
+} // namespace
+
 std::vector<std::string> downstream_headers(const std::vector<std::string>& forward_headers,
                                             const inbound_request& in) {
   std::vector<std::string> headers{"X-Request-Id: " + in.request_id, "Accept: application/json"};
   for (const auto& name : forward_headers)
     for (auto [it, end] = in.headers.equal_range(name); it != end; ++it)
-      headers.push_back(name + ": " + it->second);
+      headers.push_back(name + ": " + field_value(it->second));
   return headers;
 }
 

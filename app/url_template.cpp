@@ -1,7 +1,9 @@
 #include "gather/url_template.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <vector>
 
 namespace gather {
 
@@ -69,10 +71,49 @@ std::string percent_decode(std::string_view value) {
   return out;
 }
 
+namespace {
+
+/// Encodes the dots of every path segment that holds a substituted value and is nothing but dots.
+/// Encoded values are never dot segments themselves, but an empty value beside literal dots can
+/// still make one ("/a/{query.x}./b" with x empty is "/a/./b", which clients collapse to "/a/b").
+/// `value_at` lists where each value starts and ends in `url`.
+std::string encode_dot_segments(const std::string& url, const std::vector<std::size_t>& value_at) {
+  const std::size_t scheme_end = url.find("://");
+  if (scheme_end == std::string::npos)
+    return url;
+  const std::size_t path_start = url.find_first_of("/?#", scheme_end + 3);
+  if (path_start == std::string::npos || url[path_start] != '/')
+    return url;
+  const std::size_t path_end = std::min(url.find_first_of("?#", path_start), url.size());
+  std::string out = url.substr(0, path_start + 1);
+  for (std::size_t start = path_start + 1;;) {
+    const std::size_t end = std::min(url.find('/', start), path_end);
+    const std::string_view segment(url.data() + start, end - start);
+    const bool holds_value = std::any_of(value_at.begin(), value_at.end(), [&](std::size_t at) {
+      return at >= start && at <= end;
+    });
+    if (holds_value && is_only_dots(segment)) {
+      for (std::size_t i = 0; i < segment.size(); ++i)
+        out += "%2E";
+    } else {
+      out += segment;
+    }
+    if (end == path_end)
+      break;
+    out += '/';
+    start = end + 1;
+  }
+  out.append(url, path_end, std::string::npos);
+  return out;
+}
+
+} // namespace
+
 std::optional<std::string> render_url(const url_template& tpl,
                                       const placeholder_resolver& resolve) {
   std::string url;
   url.reserve(tpl.source.size());
+  std::vector<std::size_t> value_at; // where each substituted value starts and ends
   for (const url_part& part : tpl.parts) {
     if (part.what == url_part::kind::literal) {
       url += part.text;
@@ -81,9 +122,13 @@ std::optional<std::string> render_url(const url_template& tpl,
     const std::optional<std::string> value = resolve(part);
     if (!value)
       return std::nullopt;
+    value_at.push_back(url.size());
     url += percent_encode(*value);
+    value_at.push_back(url.size());
   }
-  return url;
+  if (value_at.empty())
+    return url;
+  return encode_dot_segments(url, value_at);
 }
 
 std::optional<std::string> scalar_text(const nlohmann::json& value) {

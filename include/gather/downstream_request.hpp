@@ -18,7 +18,8 @@ namespace gather {
 std::optional<std::string> inbound_value(const url_part& part, const inbound_request& in);
 
 /// "Name: value" lines for a downstream call: X-Request-Id (the response's), Accept, and every value
-/// of each of `forward_headers` (lower-case names) that `in` carries.
+/// of each of `forward_headers` (lower-case names) that `in` carries, with CR, LF and NUL in a value
+/// replaced by spaces (no value can add a header line).
 std::vector<std::string> downstream_headers(const std::vector<std::string>& forward_headers,
                                             const inbound_request& in);
 
