@@ -58,7 +58,7 @@ private:
 
 } // namespace
 
-TEST_CASE("a batch answers every item in item order; numbers stay numbers", "[batch]") {
+TEST_CASE("a batch answers every item in item order, and numbers stay numbers", "[batch]") {
   test_server down;
   std::mutex seen_mutex;
   std::set<std::string> request_ids, tenants;
@@ -157,7 +157,7 @@ TEST_CASE("at most `concurrency` calls run at once, and the window slides", "[ba
   CHECK(fast_before_slow_done == 12);
 }
 
-TEST_CASE("an item past its timeout is `timeout`; the others keep their data", "[batch]") {
+TEST_CASE("an item past its timeout is `timeout` and the others keep their data", "[batch]") {
   test_server down;
   down.get(R"(/o/([^/]+))", [&](const httplib::Request& req, httplib::Response& res) {
     if (req.matches[1].str() == "hang")
@@ -284,7 +284,7 @@ TEST_CASE("`fields` projects every item's data", "[batch]") {
   CHECK(body["results"][1]["data"] == json{{"id", "y"}, {"price", {{"amount", 3}}}});
 }
 
-TEST_CASE("an empty batch is answered at once; keys other than items are ignored", "[batch]") {
+TEST_CASE("an empty batch is answered at once, and keys other than items are ignored", "[batch]") {
   test_server down;
   down.get(R"(/o/([^/]+))", [&](const httplib::Request&, httplib::Response& res) {
     answer_json(res, {{"ok", true}});
