@@ -358,6 +358,14 @@ std::optional<json> parse_document(std::string_view text, problem_list& problems
       detail.erase(0, end_of_id + 2);
     problems.add(root_path, "invalid JSON (byte " + std::to_string(error.byte) + "): " + detail);
     return std::nullopt;
+  } catch (const json::out_of_range& error) {
+    // A number beyond a double (1e400) is out_of_range.406, not a parse_error (found by fuzzing:
+    // it used to escape load_config and abort `gather check`).
+    std::string detail = error.what();
+    if (const std::size_t end_of_id = detail.find("] "); end_of_id != std::string::npos)
+      detail.erase(0, end_of_id + 2);
+    problems.add(root_path, "invalid JSON: " + detail);
+    return std::nullopt;
   }
 }
 
