@@ -113,15 +113,11 @@ void attempt_ended(batch_ptr self, std::size_t c, transfer_result&& result) {
   st.transfers[c] = 0;
   const auto& batch = batch_of(st);
   auto verdict = classify_answer(std::move(result), batch.fields);
-  section_outcome outcome;
-  outcome.status = verdict.status;
-  outcome.last_http = verdict.http_status;
-  outcome.detail = std::move(verdict.detail);
-  if (verdict.status == section_status::ok) {
-    outcome.data = std::move(verdict.data);
+  const bool retryable = verdict.retryable;
+  auto outcome = outcome_of(std::move(verdict));
+  if (outcome.status == section_status::ok)
     return finish(self, c, std::move(outcome));
-  }
-  auto next = decide_retry(verdict.retryable, st.outcomes[c].attempts, batch.retry, batch.timeout,
+  auto next = decide_retry(retryable, st.outcomes[c].attempts, batch.retry, batch.timeout,
                            st.deadline, clock::now());
   if (next.what == retry_decision::kind::retry) {
     if (next.backoff.count() == 0)

@@ -212,15 +212,11 @@ void attempt_ended(worker_ptr self, transfer_result&& result) {
   st.transfer = 0;
   const auto& work = st.call.work;
   auto verdict = classify_answer(std::move(result), work.fields);
-  section_outcome outcome;
-  outcome.status = verdict.status;
-  outcome.last_http = verdict.http_status;
-  outcome.detail = std::move(verdict.detail);
-  if (verdict.status == section_status::ok) {
-    outcome.data = std::move(verdict.data);
+  const bool retryable = verdict.retryable;
+  auto outcome = outcome_of(std::move(verdict));
+  if (outcome.status == section_status::ok)
     return finish(self, std::move(outcome));
-  }
-  retry_or_finish(self, verdict.retryable, std::move(outcome));
+  retry_or_finish(self, retryable, std::move(outcome));
 }
 
 /// Cached sections ask the cache first: a hit or a joined flight needs no call of its own.

@@ -19,10 +19,6 @@ using clock_type = std::chrono::steady_clock;
 
 namespace {
 
-void answer_json(httplib::Response& res, const json& body, int status = 200) {
-  res.status = status;
-  res.set_content(body.dump(), "application/json");
-}
 
 /// A batch object for `url` with a generous deadline; `extra` adds or overrides keys.
 json batch(const std::string& url, json extra = json::object()) {

@@ -477,11 +477,6 @@ std::string counters_of(const std::string& text) {
   return out;
 }
 
-void answer_json(httplib::Response& res, const json& body, int status = 200) {
-  res.status = status;
-  res.set_content(body.dump(), "application/json");
-}
-
 json fallback_section(const std::string& name, const std::string& url, int timeout_ms, json extra = json::object()) {
   json s = {{"name", name}, {"url", url}, {"timeout_ms", timeout_ms}, {"fallback", json::object()}};
   for (auto& [k, v] : extra.items())

@@ -19,10 +19,6 @@ using clock_type = std::chrono::steady_clock;
 
 namespace {
 
-void answer_json(httplib::Response& res, const json& body, int status = 200) {
-  res.status = status;
-  res.set_content(body.dump(), "application/json");
-}
 
 json section(const std::string& name, const std::string& url, int timeout_ms, json extra = json::object()) {
   json s = {{"name", name}, {"url", url}, {"timeout_ms", timeout_ms}};

@@ -58,10 +58,6 @@ scrape scrape_of(running_gateway& gw) {
   return parse(r->body);
 }
 
-void answer_json(httplib::Response& res, const json& body, int status = 200) {
-  res.status = status;
-  res.set_content(body.dump(), "application/json");
-}
 
 } // namespace
 

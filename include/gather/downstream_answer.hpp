@@ -26,6 +26,9 @@ struct answer_verdict {
 /// than max_json_depth, JSON null) is timeout or error. Takes the body over when it is kept as sent.
 answer_verdict classify_answer(transfer_result&& result, const std::vector<field_path>& fields);
 
+/// The verdict as a section outcome: status, last HTTP status, private detail, and data when ok.
+section_outcome outcome_of(answer_verdict&& verdict);
+
 /// Keeps only `fields` of `value` (an object; anything else projects to `{}`); absent paths are left out.
 nlohmann::json project_fields(const nlohmann::json& value, const std::vector<field_path>& fields);
 

@@ -12,6 +12,7 @@
 #include <thread>
 
 #include <httplib.h>
+#include <nlohmann/json.hpp>
 
 namespace gather::test {
 
@@ -77,6 +78,12 @@ private:
   std::atomic<bool> stop_{false};
   std::thread thread_;
 };
+
+/// A test downstream's JSON answer.
+inline void answer_json(httplib::Response& res, const nlohmann::json& body, int status = 200) {
+  res.status = status;
+  res.set_content(body.dump(), "application/json");
+}
 
 /// Polls `pred` every few milliseconds until it holds or `limit` passes; returns its last value.
 /// For state that has no event to wait on (counters in another process or thread).
