@@ -6,8 +6,12 @@
 #include "gather/http_front.hpp"
 
 #include <random>
+#include <string_view>
 #include <stdexcept>
+#include <fcntl.h>
+#include <poll.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <caf/all.hpp>
 #include <httplib.h>
@@ -31,6 +35,11 @@ using clock = std::chrono::steady_clock;
 thread_local int current_client_fd = -1;
 /// The request id chosen for the request this thread is handling.
 thread_local std::string current_request_id;
+/// Set when the answer leaves bytes of the request unread: the connection ends after it.
+thread_local bool end_connection_after_answer = false;
+
+/// How long a connection being ended may still send what it had in flight (see end_connection).
+constexpr std::chrono::milliseconds linger_limit{1000};
 
 // httplib's own connection loop. It is exported by libcpp-httplib but private in the header, so an
 // override that wants to call it binds it by symbol name.
@@ -52,6 +61,41 @@ private:
     return ok;
   }
 };
+
+/// Ends the connection `fd` once the answer to a request whose body (or part of it) was left
+/// unread has been written. httplib 0.11 would parse those bytes as the next request (request
+/// smuggling), and `Connection: close` in a response does not stop its keep-alive loop. So: send
+/// the answer's FIN, discard what the client still sends until it closes (at most linger_limit;
+/// closing with unread data would reset the connection and could destroy the answer in flight),
+/// then point the descriptor at /dev/null: httplib's next read fails, its loop ends and it closes
+/// the descriptor as it always does.
+void end_connection(int fd) {
+  if (fd < 0)
+    return;
+  ::shutdown(fd, SHUT_WR);
+  const auto until = std::chrono::steady_clock::now() + linger_limit;
+  char discard[16384];
+  for (;;) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        until - std::chrono::steady_clock::now());
+    pollfd p{fd, POLLIN, 0};
+    if (left.count() <= 0 || ::poll(&p, 1, static_cast<int>(left.count())) <= 0)
+      break;
+    if (::recv(fd, discard, sizeof discard, 0) <= 0)
+      break; // the client has closed (or reset): nothing more will come
+  }
+  const int null_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  if (null_fd >= 0) {
+    ::dup2(null_fd, fd);
+    ::close(null_fd);
+  }
+}
+
+/// Answers with `Connection: close` and really ends the connection afterwards (end_connection).
+void close_after_answer(httplib::Response& res) {
+  res.set_header("Connection", "close");
+  end_connection_after_answer = true;
+}
 
 bool valid_request_id(const std::string& id) {
   if (id.empty() || id.size() > 64)
@@ -125,26 +169,31 @@ struct http_front::impl {
     server.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
       return pre_route(req, res);
     });
-    // Requests with a body come here after httplib has read it (within max_body_bytes).
-    auto with_body = [this](const httplib::Request& req, httplib::Response& res) { serve(req, res); };
-    server.Get(".*", with_body);
-    server.Post(".*", with_body);
-    server.Put(".*", with_body);
-    server.Patch(".*", with_body);
-    server.Delete(".*", with_body);
-    server.Options(".*", with_body);
+    // pre_route answers every request but a batch POST with a body, which comes here to have its
+    // body read (read_and_serve bounds it as it arrives).
+    server.Post(".*", [this](const httplib::Request& req, httplib::Response& res,
+                             const httplib::ContentReader& read) { read_and_serve(req, res, read); });
     // Anything httplib refuses by itself (malformed request, 413, 414) still gets the JSON body.
+    // A request httplib refuses by itself was not read to its end: the connection ends after it.
     server.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
       if (current_request_id.empty())
         current_request_id = new_request_id();
-      if (res.body.empty())
+      if (res.body.empty()) {
         send(res, error_reply(res.status, code_for_status(res.status), current_request_id));
+        close_after_answer(res);
+      }
       (void)req;
     });
-    // The id belongs to one request: cleared once its response is written, so a request that
-    // httplib refuses before pre_route (414, a malformed head) on a kept-alive connection gets a
-    // fresh id from the error handler, not the previous request's.
-    server.set_logger([](const httplib::Request&, const httplib::Response&) { current_request_id.clear(); });
+    // Runs once each answer is written. The id belongs to one request: cleared here, so a request
+    // that httplib refuses before pre_route (414, a malformed head) on a kept-alive connection gets
+    // a fresh id from the error handler, not the previous request's.
+    server.set_logger([](const httplib::Request&, const httplib::Response&) {
+      current_request_id.clear();
+      if (end_connection_after_answer) {
+        end_connection_after_answer = false;
+        end_connection(current_client_fd);
+      }
+    });
     server.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr) {
       send(res, error_reply(500, "internal_error", current_request_id));
     });
@@ -153,13 +202,44 @@ struct http_front::impl {
   httplib::Server::HandlerResponse pre_route(const httplib::Request& req, httplib::Response& res) {
     auto inbound_id = req.get_header_value("X-Request-Id");
     current_request_id = valid_request_id(inbound_id) ? inbound_id : new_request_id();
-    if (has_body(req) && !is_ops_path(req.path))
-      if (auto refusal = check(req); !refusal)
-        return httplib::Server::HandlerResponse::Unhandled; // read the body first, then serve()
+    // Only an admitted batch POST has its body read. Any other body (a GET's, one refused by
+    // check()) is left unread, so the connection is closed after the answer: on a kept-alive
+    // connection httplib would take the body's bytes for the next request (request smuggling).
+    if (has_body(req) && !is_ops_path(req.path) && req.method == "POST" && !check(req))
+      return httplib::Server::HandlerResponse::Unhandled; // read_and_serve()
     serve(req, res);
-    if (has_body(req)) // answered without reading the body: its bytes must not become a request
-      res.set_header("Connection", "close");
+    if (has_body(req))
+      close_after_answer(res);
     return httplib::Server::HandlerResponse::Handled;
+  }
+
+  /// A batch POST: its body is read here, refused with 413 as soon as it passes max_body_bytes.
+  /// (httplib's own limit covers only a declared Content-Length: it reads a chunked body whole.)
+  void read_and_serve(const httplib::Request& req, httplib::Response& res,
+                      const httplib::ContentReader& read) {
+    const auto arrived = clock::now();
+    std::string body;
+    bool too_large = false;
+    // A multipart body is not a batch body, and httplib's multipart reader is not wanted here.
+    const bool complete = !req.is_multipart_form_data() &&
+                          read([&](const char* data, std::size_t size) {
+                            if (body.size() + size > cfg.max_body_bytes) {
+                              too_large = true;
+                              return false;
+                            }
+                            body.append(data, size);
+                            return true;
+                          });
+    if (!complete) {
+      const auto match = match_route(cfg.routes, raw_path(req));
+      refuse(res, match ? match->route : cfg.routes.size(),
+             too_large ? error_reply(413, "payload_too_large", current_request_id)
+                       : error_reply(400, "bad_request", current_request_id),
+             arrived);
+      close_after_answer(res); // the rest of the body is still unread
+      return;
+    }
+    serve(req, res, body);
   }
 
   /// The checks that come before reading a body: route, method, declared size.
@@ -187,7 +267,7 @@ struct http_front::impl {
     return std::nullopt;
   }
 
-  void serve(const httplib::Request& req, httplib::Response& res) {
+  void serve(const httplib::Request& req, httplib::Response& res, std::string_view body = {}) {
     const auto arrived = clock::now();
     if (is_ops_path(req.path)) {
       send(res, serve_ops(req.method, req.path, current_request_id,
@@ -210,7 +290,7 @@ struct http_front::impl {
       return;
     }
     if (route.batch) {
-      send(res, batch(req, route_index, std::move(match->captures), arrived));
+      send(res, batch(req, body, route_index, std::move(match->captures), arrived));
     } else {
       send(res, aggregate(req, route_index, std::move(match->captures), arrived));
     }
@@ -245,11 +325,11 @@ struct http_front::impl {
 
   /// A batch POST: the body is parsed here, on the handler thread (a 400 costs no actor), then one
   /// batch coordinator runs the items' calls.
-  http_reply batch(const httplib::Request& req, std::size_t route_index,
+  http_reply batch(const httplib::Request& req, std::string_view body_text, std::size_t route_index,
                    std::vector<std::pair<std::string, std::string>> captures,
                    clock::time_point arrived) {
     const auto& route = cfg.routes[route_index];
-    auto body = parse_batch_body(req.body, route.batch->max_items);
+    auto body = parse_batch_body(body_text, route.batch->max_items);
     if (!body.problem.empty()) {
       runtime.counters->request_done(route_index, 400, elapsed_us(arrived));
       log_request(current_request_id, route.path, 400, elapsed_ms(arrived),

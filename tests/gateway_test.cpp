@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <map>
 #include <mutex>
 #include <set>
 #include <thread>
@@ -506,10 +507,16 @@ TEST_CASE("500 requests on a hung section: all answered by the deadline, no thre
 
   gather::downstream_client load; // 500 concurrent inbound requests from one thread
   std::atomic<int> ok{0}, degraded{0}, answered{0};
+  std::mutex outcomes_mutex;
+  std::map<std::string, int> outcomes;
   auto start = clock_type::now();
   for (int i = 0; i < 500; ++i) {
     gather::transfer_request req{"http://127.0.0.1:" + std::to_string(gw.port()) + "/p", {}, milliseconds{10000}};
     load.submit(std::move(req), [&](gather::transfer_result&& r) {
+      {
+        std::lock_guard<std::mutex> g{outcomes_mutex};
+        ++outcomes[std::to_string(static_cast<int>(r.error)) + "/" + std::to_string(r.http_status)];
+      }
       if (r.http_status == 200) {
         ++ok;
         if (json::parse(r.body, nullptr, false).value("degraded", false))
@@ -520,6 +527,7 @@ TEST_CASE("500 requests on a hung section: all answered by the deadline, no thre
   }
   REQUIRE(eventually([&] { return answered == 500; }, milliseconds{20000}));
   auto took = ms_since(start);
+  INFO("transfer error/HTTP status counts: " << json(outcomes).dump());
   CHECK(ok == 500);
   CHECK(degraded == 500);
   CHECK(took < 5000); // 500 requests with a 400 ms deadline, on a loaded 2-core machine

@@ -1,0 +1,300 @@
+#!/usr/bin/env bash
+# Gather benchmarks (docs/performance.md). Never run by ctest.
+#
+#   bench/run.sh [scenario...]      scenarios: s0 s1 s2 s3 s4 linear cluster (default: all)
+#
+# Environment: GATHER_BIN (default build-bench/gather, else build/gather), DURATION (wrk seconds,
+# default 10), NGINX_PORT (default 18931), WRK_THREADS (default 2), PERF_OUT (if set: `perf record
+# -g` of the gateway during each measured run, to PERF_OUT.<scenario>), CLUSTER_NODES (default "0 1 2").
+# Needs: nginx-light libnginx-mod-http-echo wrk (apt-get install -y nginx-light
+# libnginx-mod-http-echo wrk), python3, curl.
+#
+# The downstream is the user's own nginx on loopback, in a temporary prefix (never the system
+# service), started and stopped here. Each scenario starts a fresh `gather serve`, warms it up for
+# 2 s, then runs `wrk --latency` and prints one table row: requests/s, p50/p90/p99, non-200s (and
+# socket errors), the gateway's thread count and RSS (idle, and the maximum sampled every 0.2 s
+# under load), CPU per request from /proc/PID/stat utime+stime before/after, and the load average.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+BIN=${GATHER_BIN:-}
+if [[ -z $BIN ]]; then
+  if [[ -x $ROOT/build-bench/gather ]]; then BIN=$ROOT/build-bench/gather; else BIN=$ROOT/build/gather; fi
+fi
+DURATION=${DURATION:-10}
+NPORT=${NGINX_PORT:-18931}
+WRK_THREADS=${WRK_THREADS:-2}
+TICKS=$(getconf CLK_TCK)
+WORK=$(mktemp -d /tmp/gather-bench.XXXXXX)
+NGINX_PID=
+GW_PID=
+NODE_PIDS=()
+
+cleanup() {
+  [[ -n $GW_PID ]] && kill "$GW_PID" 2>/dev/null || true
+  for p in "${NODE_PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+  [[ -n $NGINX_PID ]] && kill "$NGINX_PID" 2>/dev/null || true
+  wait 2>/dev/null || true
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+start_nginx() {
+  mkdir -p "$WORK/nginx/tmp" "$WORK/nginx/www"
+  chmod 755 "$WORK" "$WORK/nginx" "$WORK/nginx/www" # nginx workers (user nobody when run as root) read big.json
+  python3 - "$WORK/nginx/www/big.json" <<'PY'
+import json, sys
+# ~200 KiB JSON object: two small fields the routes keep ("id", "summary") and a large array.
+items = [{"sku": "sku-%06d" % i, "name": "item %d" % i, "price": i * 0.25, "tags": ["a", "b", "c"]}
+         for i in range(2600)]
+doc = {"id": 42, "summary": {"count": len(items), "currency": "CNY"}, "items": items}
+open(sys.argv[1], "w").write(json.dumps(doc))
+PY
+  sed -e "s#@PREFIX@#$WORK/nginx#g" -e "s#@PORT@#$NPORT#g" "$ROOT/bench/conf/nginx.conf.in" \
+    > "$WORK/nginx/nginx.conf"
+  nginx -p "$WORK/nginx" -c "$WORK/nginx/nginx.conf" -e "$WORK/nginx/error.log" &
+  NGINX_PID=$!
+  for _ in $(seq 50); do curl -sf "http://127.0.0.1:$NPORT/instant" >/dev/null && return 0; sleep 0.1; done
+  echo "nginx did not start" >&2; exit 1
+}
+
+# gateway config: gen_config FILE MAX_INFLIGHT ROUTE_JSON...
+gen_config() {
+  local file=$1 inflight=$2; shift 2
+  python3 - "$file" "$inflight" "$NPORT" "$@" <<'PY'
+import json, sys
+file, inflight, port = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+routes = [json.loads(r.replace("@D@", "http://127.0.0.1:" + port)) for r in sys.argv[4:]]
+cfg = {"listen": "127.0.0.1:0", "max_inflight": inflight, "routes": routes}
+json.dump(cfg, open(file, "w"), indent=1)
+PY
+}
+
+# sections_json N PATH TIMEOUT: N sections "s0".."sN-1", s0 required, the rest optional.
+sections_json() {
+  python3 - "$@" <<'PY'
+import json, sys
+n, path, timeout = int(sys.argv[1]), sys.argv[2], int(sys.argv[3])
+out = []
+for i in range(n):
+    s = {"name": "s%d" % i, "url": "@D@" + path, "timeout_ms": timeout}
+    if i == 0: s["required"] = True
+    else: s["fallback"] = {"v": None}
+    out.append(s)
+print(json.dumps(out))
+PY
+}
+
+start_gateway() { # start_gateway CONFIG
+  local out=$WORK/gw.out
+  : > "$out"
+  "$BIN" serve --config "$1" >"$out" 2>/dev/null &
+  GW_PID=$!
+  for _ in $(seq 100); do
+    GW_PORT=$(sed -n 's#^listening on http://[0-9.]*:\([0-9]*\)$#\1#p' "$out")
+    [[ -n $GW_PORT ]] && return 0
+    sleep 0.1
+  done
+  echo "gateway did not start" >&2; cat "$out" >&2; exit 1
+}
+
+stop_gateway() {
+  kill "$GW_PID" 2>/dev/null || true
+  wait "$GW_PID" 2>/dev/null || true
+  GW_PID=
+}
+
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+threads_of() { awk '/^Threads:/ {print $2}' "/proc/$1/status"; }
+rss_kib() { awk '/^VmRSS:/ {print $2}' "/proc/$1/status"; }
+# the sum over the gateway and its nodes
+cpu_all() { local t=0; for p in "$@"; do t=$((t + $(cpu_ticks "$p"))); done; echo $t; }
+
+sample_loop() { # sample_loop PID FILE: max threads and RSS every 0.2 s until killed
+  local pid=$1 file=$2 th=0 rss=0 t r
+  while kill -0 "$pid" 2>/dev/null; do
+    t=$(threads_of "$pid" 2>/dev/null || echo 0); r=$(rss_kib "$pid" 2>/dev/null || echo 0)
+    ((t > th)) && th=$t; ((r > rss)) && rss=$r
+    echo "$th $rss" > "$file"
+    sleep 0.2
+  done
+}
+
+to_ms() { # wrk latency text (12.3us, 4.5ms, 1.2s, 2m) -> ms
+  awk -v v="$1" 'BEGIN {
+    n = v + 0; u = v; sub(/^[0-9.]+/, "", u)
+    if (u == "us") n /= 1000; else if (u == "s") n *= 1000; else if (u == "m") n *= 60000
+    printf "%.2f", n }'
+}
+
+print_header() {
+  printf '%-22s %6s %9s %8s %8s %8s %8s %7s %11s %11s %9s %9s %s\n' \
+    scenario conns req/s p50_ms p90_ms p99_ms non200 sockerr threads_i/l rss_MiB_i/l us_cpu/req s_cpu/1k load1
+}
+
+# bench NAME CONFIG CONNS PATH [WRK_EXTRA...]: one row. Sets ROW_RPS, ROW_CPU_US.
+bench() {
+  local name=$1 cfg=$2 conns=$3 path=$4; shift 4
+  start_gateway "$cfg"
+  local url="http://127.0.0.1:$GW_PORT$path"
+  [[ -n ${SHOW_SAMPLE:-} ]] && { curl -s "$url" | head -c 600; echo; }
+  wrk -t"$WRK_THREADS" -c"$conns" -d2s --timeout 10s "$url" >/dev/null 2>&1 || true # warm-up
+  sleep 0.5
+  local th_idle rss_idle
+  th_idle=$(threads_of "$GW_PID"); rss_idle=$(rss_kib "$GW_PID")
+  local load; load=$(cut -d' ' -f1 /proc/loadavg)
+  local pids=("$GW_PID" "${NODE_PIDS[@]}")
+  local c0; c0=$(cpu_all "${pids[@]}")
+  sample_loop "$GW_PID" "$WORK/sample" & local sampler=$!
+  local perf_pid=
+  if [[ -n ${PERF_OUT:-} ]]; then # profile the gateway during the measured run (docs/performance.md)
+    perf record -F 499 -g -p "$GW_PID" -o "$PERF_OUT.$name" -- sleep "$DURATION" >/dev/null 2>&1 &
+    perf_pid=$!
+  fi
+  wrk -t"$WRK_THREADS" -c"$conns" -d"${DURATION}s" --timeout 10s --latency "$@" "$url" > "$WORK/wrk.out" 2>&1 || true
+  local c1; c1=$(cpu_all "${pids[@]}")
+  [[ -n $perf_pid ]] && wait "$perf_pid" 2>/dev/null || true
+  kill "$sampler" 2>/dev/null || true; wait "$sampler" 2>/dev/null || true
+  read -r th_load rss_load < "$WORK/sample" || true
+  stop_gateway
+  local out=$WORK/wrk.out
+  local total rps p50 p90 p99 non2xx sockerr
+  total=$(awk '/requests in/ {print $1}' "$out")
+  rps=$(awk '/^Requests\/sec:/ {printf "%.0f", $2}' "$out")
+  p50=$(to_ms "$(awk '$1 == "50%" {print $2}' "$out")")
+  p90=$(to_ms "$(awk '$1 == "90%" {print $2}' "$out")")
+  p99=$(to_ms "$(awk '$1 == "99%" {print $2}' "$out")")
+  non2xx=$(awk '/Non-2xx/ {print $NF}' "$out"); non2xx=${non2xx:-0}
+  sockerr=$(awk '/Socket errors/ {gsub(",", ""); print $4 + $6 + $8 + $10}' "$out"); sockerr=${sockerr:-0}
+  local cpu_us cpu_k
+  cpu_us=$(awk -v d=$((c1 - c0)) -v t="$TICKS" -v n="$total" 'BEGIN {printf "%.0f", d / t / n * 1e6}')
+  cpu_k=$(awk -v d=$((c1 - c0)) -v t="$TICKS" -v n="$total" 'BEGIN {printf "%.3f", d / t / n * 1000}')
+  printf '%-22s %6s %9s %8s %8s %8s %8s %7s %11s %11s %9s %9s %s\n' \
+    "$name" "$conns" "$rps" "$p50" "$p90" "$p99" "$non2xx" "$sockerr" "$th_idle/$th_load" \
+    "$((rss_idle / 1024))/$((rss_load / 1024))" "$cpu_us" "$cpu_k" "$load"
+  grep '^LUA' "$out" | sed 's/^/    /' || true
+  ROW_RPS=$rps; ROW_CPU_US=$cpu_us
+}
+
+S2_LUA=$WORK/degraded.lua
+write_lua() {
+  cat > "$S2_LUA" <<'LUA'
+-- counts answers that are not 200, and 200s without "degraded":true (S2 expects none of either)
+local threads = {}
+function setup(thread) table.insert(threads, thread) end
+function init(args) non200 = 0; notdeg = 0; sample = "" end
+function response(status, headers, body)
+  if status ~= 200 then non200 = non200 + 1; sample = status .. " " .. string.sub(body, 1, 120)
+  elseif not string.find(body, '"degraded":true', 1, true) then notdeg = notdeg + 1 end
+end
+function done(summary, latency, requests)
+  local a, b, c = 0, 0, ""
+  for _, t in ipairs(threads) do
+    a = a + t:get("non200"); b = b + t:get("notdeg")
+    if t:get("sample") ~= "" then c = t:get("sample") end
+  end
+  io.write(string.format("LUA non200=%d not_degraded=%d %s\n", a, b, c ~= "" and ("e.g. " .. c) or ""))
+end
+LUA
+}
+
+s0() {
+  gen_config "$WORK/s0.json" 1024 \
+    "{\"path\": \"/p/{id}\", \"deadline_ms\": 1000, \"sections\": $(sections_json 1 /instant 500)}"
+  bench "S0 overhead" "$WORK/s0.json" 16 /p/1
+}
+
+s1() {
+  gen_config "$WORK/s1.json" 1024 \
+    "{\"path\": \"/p/{id}\", \"deadline_ms\": 1000, \"sections\": $(sections_json 4 /d20 500)}"
+  bench "S1 healthy 4x20ms" "$WORK/s1.json" 64 /p/1
+  echo "    ideal 64/20ms = 3200 req/s; ratio $(awk -v r="$ROW_RPS" 'BEGIN {printf "%.2f", r / 3200}')"
+}
+
+s2() {
+  local secs; secs=$(sections_json 4 /d20 500)
+  secs=${secs%]}", {\"name\": \"reviews\", \"url\": \"@D@/hang\", \"timeout_ms\": 120, \"fallback\": {\"score\": 0, \"count\": 0}}]"
+  gen_config "$WORK/s2.json" 1024 "{\"path\": \"/p/{id}\", \"deadline_ms\": 400, \"sections\": $secs}"
+  write_lua
+  bench "S2 fault drill" "$WORK/s2.json" 64 /p/1 -s "$S2_LUA"
+  echo "    ideal 64/120ms = 533 req/s; ratio $(awk -v r="$ROW_RPS" 'BEGIN {printf "%.2f", r / 533.3}')"
+}
+
+s3() {
+  local secs='[{"name": "base", "url": "@D@/d20", "timeout_ms": 500, "required": true},
+               {"name": "reviews", "url": "@D@/hang", "timeout_ms": 1000, "fallback": {"score": 0}}]'
+  gen_config "$WORK/s3.json" 1100 "{\"path\": \"/p/{id}\", \"deadline_ms\": 1500, \"sections\": $secs}"
+  write_lua
+  bench "S3 1000 in flight" "$WORK/s3.json" 1000 /p/1 -s "$S2_LUA"
+  echo "    ideal 1000 conns / 1000 ms = 1000 req/s; ratio $(awk -v r="$ROW_RPS" 'BEGIN {printf "%.2f", r / 1000}')"
+}
+
+s4() {
+  gen_config "$WORK/s4.json" 1024 \
+    '{"path": "/b", "batch": {"url": "@D@/o/{item}", "max_items": 500, "concurrency": 64, "timeout_ms": 200, "deadline_ms": 10000}}'
+  python3 -c 'import json; print(json.dumps({"items": list(range(500))}))' > "$WORK/s4.body"
+  start_gateway "$WORK/s4.json"
+  local url="http://127.0.0.1:$GW_PORT/b" ideal=$(( (500 + 63) / 64 * 50 + 200 ))
+  curl -s -o /dev/null -X POST --data-binary '{"items": [1, 2, 3]}' "$url"
+  local c0; c0=$(cpu_ticks "$GW_PID")
+  local walls=()
+  for run in 1 2 3 4 5; do
+    local t0 t1 code
+    t0=$(date +%s%N)
+    code=$(curl -s -o "$WORK/s4.out" -w '%{http_code}' -X POST -H 'Content-Type: application/json' \
+      --data-binary @"$WORK/s4.body" "$url")
+    t1=$(date +%s%N)
+    walls+=($(( (t1 - t0) / 1000000 )))
+    echo "    run $run: ${walls[-1]} ms, HTTP $code, counts $(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["counts"])' "$WORK/s4.out")"
+  done
+  local c1; c1=$(cpu_ticks "$GW_PID")
+  local th; th=$(threads_of "$GW_PID")
+  stop_gateway
+  local median; median=$(printf '%s\n' "${walls[@]}" | sort -n | sed -n 3p)
+  echo "S4 batch 500x50ms 2% hang c=64: median ${median} ms, ideal ${ideal} ms (ceil(500/64)*50 + 200 ms timeout), ratio $(awk -v m="$median" -v i="$ideal" 'BEGIN {printf "%.2f", m / i}') (goal <= 1.50); CPU $(awk -v d=$((c1 - c0)) -v t="$TICKS" 'BEGIN {printf "%.0f", d / t / 5 * 1000}') ms per batch; threads $th; load $(cut -d' ' -f1 /proc/loadavg)"
+}
+
+linear() {
+  for n in 1 4 16 64; do
+    gen_config "$WORK/lin$n.json" 1024 \
+      "{\"path\": \"/p/{id}\", \"deadline_ms\": 1000, \"sections\": $(sections_json "$n" /d20 500)}"
+    bench "linear ${n}x20ms" "$WORK/lin$n.json" 64 /p/1
+    echo "    CPU per section call: $(awk -v c="$ROW_CPU_US" -v n="$n" 'BEGIN {printf "%.1f", c / n}') us"
+  done
+}
+
+cluster() {
+  local secs='[{"name": "a", "url": "@D@/big.json", "timeout_ms": 2000, "required": true, "fields": ["id", "summary.count"]},
+               {"name": "b", "url": "@D@/big.json", "timeout_ms": 2000, "fallback": {}, "fields": ["summary"]}]'
+  local route="{\"path\": \"/p/{id}\", \"deadline_ms\": 3000, \"sections\": $secs}"
+  for nodes in ${CLUSTER_NODES:-0 1 2}; do
+    NODE_PIDS=()
+    local list=()
+    for ((k = 0; k < nodes; k++)); do
+      local port=$((NPORT + 10 + k))
+      "$BIN" node --listen "127.0.0.1:$port" >/dev/null 2>&1 &
+      NODE_PIDS+=($!); list+=("\"127.0.0.1:$port\"")
+    done
+    sleep 1
+    gen_config "$WORK/cl$nodes.json" 1024 "$route"
+    if ((nodes > 0)); then
+      python3 - "$WORK/cl$nodes.json" "[$(IFS=,; echo "${list[*]}")]" <<'PY'
+import json, sys
+cfg = json.load(open(sys.argv[1])); cfg["cluster"] = {"nodes": json.loads(sys.argv[2]), "local": False}
+json.dump(cfg, open(sys.argv[1], "w"), indent=1)
+PY
+    fi
+    write_lua
+    bench "cluster ${nodes} nodes" "$WORK/cl$nodes.json" 16 /p/1 -s "$S2_LUA"
+    for p in "${NODE_PIDS[@]}"; do kill "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done
+    NODE_PIDS=()
+  done
+  echo "    (us_cpu/req for the cluster rows sums the gateway and its nodes)"
+}
+
+echo "gather bench: $BIN, $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), wrk -t$WRK_THREADS ${DURATION}s, $(date -u +%FT%TZ)"
+start_nginx
+print_header
+scenarios=("$@")
+((${#scenarios[@]})) || scenarios=(s0 s1 s2 s3 s4 linear cluster)
+for s in "${scenarios[@]}"; do "$s"; done

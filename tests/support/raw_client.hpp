@@ -1,0 +1,48 @@
+// A raw TCP client for hostile-traffic tests: whatever bytes the test writes reach the gateway as
+// written (no client library fixing them up), and what comes back is read with deadlines.
+#pragma once
+
+#include <chrono>
+#include <map>
+#include <optional>
+#include <string>
+
+namespace gather::test {
+
+/// One HTTP response as read off the wire (Content-Length bodies; the gateway sends no others).
+struct raw_response {
+  int status = 0;
+  std::map<std::string, std::string> headers; ///< names lower-case
+  std::string body;
+  std::string header(const std::string& lower_name) const;
+};
+
+class raw_connection {
+public:
+  explicit raw_connection(int port); ///< connects to 127.0.0.1:port (throws on failure)
+  ~raw_connection();
+  raw_connection(const raw_connection&) = delete;
+  raw_connection& operator=(const raw_connection&) = delete;
+
+  /// Writes all of `bytes`; false when the peer has closed or reset the connection.
+  bool send(const std::string& bytes);
+  /// Reads one complete response within `limit`; nullopt on timeout, close or garbage.
+  std::optional<raw_response> read_response(std::chrono::milliseconds limit = std::chrono::seconds(5));
+  /// Waits up to `limit` for the peer to close (EOF or reset), discarding anything it sends.
+  bool wait_closed(std::chrono::milliseconds limit);
+  /// True when the peer has closed (checked now, without waiting). Unread data is kept.
+  bool closed_now();
+  /// Closes with an RST (SO_LINGER 0) instead of a FIN.
+  void reset();
+  void close();
+  int fd() const { return fd_; }
+
+private:
+  int fd_ = -1;
+  std::string buffered_; ///< bytes read past the last response
+};
+
+/// True when `text` is valid UTF-8 (what a strict JSON parser accepts).
+bool valid_utf8(const std::string& text);
+
+} // namespace gather::test
