@@ -193,10 +193,12 @@ TEST_CASE("cluster: a gateway started before its node serves locally, then uses 
 
 namespace {
 
-/// A middleman peer that answers hello with another protocol version.
-caf::behavior wrong_version_node(caf::event_based_actor*) {
-  return {[](gather::hello_atom, std::int32_t) -> caf::result<gather::hello_atom, std::int32_t> {
-    return {gather::hello_atom::value, 999};
+/// A middleman peer that answers hello with protocol version `version`. (It takes an argument
+/// because CAF 0.17's spawn of a function with no arguments binds a reference to a null
+/// shared_ptr in caf/detail/init_fun_factory.hpp: harmless, but UBSan aborts on it.)
+caf::behavior wrong_version_node(caf::event_based_actor*, std::int32_t version) {
+  return {[version](gather::hello_atom, std::int32_t) -> caf::result<gather::hello_atom, std::int32_t> {
+    return {gather::hello_atom::value, version};
   }};
 }
 
@@ -206,7 +208,7 @@ TEST_CASE("cluster: a node of another protocol version is refused with a clear l
   caf::actor_system_config cfg;
   cfg.load<caf::io::middleman>();
   caf::actor_system system{cfg};
-  auto peer = system.spawn(wrong_version_node);
+  auto peer = system.spawn(wrong_version_node, std::int32_t{999});
   auto port = system.middleman().publish(peer, 0, "127.0.0.1");
   REQUIRE(port);
   json config = cluster_config({"127.0.0.1:" + std::to_string(*port)}, true, "http://127.0.0.1:1/", "http://127.0.0.1:1/");
