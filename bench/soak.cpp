@@ -264,6 +264,22 @@ int main(int argc, char** argv) {
     });
   };
 
+  // Warm-up burst: cpp-httplib gives each connection a thread of its pool (max_inflight + 32), and a
+  // thread's stack and heap pages become resident the first time it serves. At a moderate rate new
+  // threads keep being drawn for many minutes, which reads as growth; as many concurrent
+  // connections as there are handler threads make every one serve once before the clock starts.
+  const int handler_threads = config["max_inflight"].get<int>() + 32;
+  std::atomic<int> burst_done{0};
+  for (int i = 0; i < handler_threads; ++i) {
+    gather::transfer_request req{base + "/products/" + std::to_string(i % 500), {}, milliseconds{10000}};
+    load.submit(std::move(req), [&](gather::transfer_result&&) { ++burst_done; });
+  }
+  if (!eventually([&] { return burst_done.load() == handler_threads; }, std::chrono::seconds(30)))
+    std::fprintf(stderr, "soak: the warm-up burst did not finish (%d of %d)\n", burst_done.load(), handler_threads);
+  std::this_thread::sleep_for(std::chrono::seconds(3)); // the burst's connections go idle and close
+  std::printf("warm-up burst: %d concurrent requests, so that every handler thread has served once\n",
+              handler_threads);
+
   std::ofstream csv(opt.csv);
   csv << "t_s,rss_kb,threads,fds,sent,answered,downstream_calls\n";
   std::vector<sample> samples;
