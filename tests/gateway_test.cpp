@@ -21,12 +21,6 @@ using clock_type = std::chrono::steady_clock;
 namespace {
 
 
-json section(const std::string& name, const std::string& url, int timeout_ms, json extra = json::object()) {
-  json s = {{"name", name}, {"url", url}, {"timeout_ms", timeout_ms}};
-  for (auto& [k, v] : extra.items())
-    s[k] = v;
-  return s;
-}
 
 json optional_section(const std::string& name, const std::string& url, int timeout_ms,
                       json extra = json::object()) {

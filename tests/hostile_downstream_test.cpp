@@ -36,15 +36,7 @@ public:
   using script = std::function<void(int fd, const std::atomic<bool>& stopping)>;
 
   explicit scripted_server(script s) : script_(std::move(s)) {
-    fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof addr;
-    REQUIRE(::bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
-    REQUIRE(::listen(fd_, 64) == 0);
-    REQUIRE(::getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len) == 0);
-    port_ = ntohs(addr.sin_port);
+    fd_ = listen_on_loopback(64, port_);
     acceptor_ = std::thread([this] {
       while (!stopping_) {
         pollfd p{fd_, POLLIN, 0};
@@ -108,12 +100,6 @@ void stall(const std::atomic<bool>& stopping, milliseconds limit = milliseconds{
     std::this_thread::sleep_for(milliseconds{10});
 }
 
-json section(const std::string& name, const std::string& url, int timeout_ms, json extra = json::object()) {
-  json s = {{"name", name}, {"url", url}, {"timeout_ms", timeout_ms}};
-  for (auto& [k, v] : extra.items())
-    s[k] = v;
-  return s;
-}
 
 /// A route /p with one optional section on `url` (fallback "F"), a 3 s deadline.
 json one_section(const std::string& url, int timeout_ms, json extra = json::object(),

@@ -26,12 +26,6 @@ using clock_type = std::chrono::steady_clock;
 
 namespace {
 
-json section(const std::string& name, const std::string& url, int timeout_ms, json extra = json::object()) {
-  json s = {{"name", name}, {"url", url}, {"timeout_ms", timeout_ms}};
-  for (auto& [k, v] : extra.items())
-    s[k] = v;
-  return s;
-}
 
 /// A downstream answering {"id": <capture>} on /items/<capture> and {"ok": 1} on /ok.
 struct echo_downstream {
@@ -92,15 +86,7 @@ std::string get_request(const std::string& target, const std::string& extra_head
 class capturing_downstream {
 public:
   capturing_downstream() {
-    fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof addr;
-    REQUIRE(::bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
-    REQUIRE(::listen(fd_, 16) == 0);
-    REQUIRE(::getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len) == 0);
-    port_ = ntohs(addr.sin_port);
+    fd_ = listen_on_loopback(16, port_);
     thread_ = std::thread([this] {
       pollfd p{fd_, POLLIN, 0};
       if (::poll(&p, 1, 10000) <= 0)

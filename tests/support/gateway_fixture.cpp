@@ -5,6 +5,14 @@
 
 namespace gather::test {
 
+nlohmann::json section(const std::string& name, const std::string& url, int timeout_ms,
+                            nlohmann::json extra) {
+  nlohmann::json s = {{"name", name}, {"url", url}, {"timeout_ms", timeout_ms}};
+  for (auto& [key, value] : extra.items())
+    s[key] = value;
+  return s;
+}
+
 nlohmann::json route_config_json(const std::string& path, nlohmann::json sections, int deadline_ms,
                                  nlohmann::json top) {
   nlohmann::json cfg = {{"listen", "127.0.0.1:0"}, {"max_inflight", 64},

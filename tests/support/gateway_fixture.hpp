@@ -12,6 +12,10 @@
 
 namespace gather::test {
 
+/// One section of a route config: name, url, timeout_ms, plus `extra` keys.
+nlohmann::json section(const std::string& name, const std::string& url, int timeout_ms,
+                            nlohmann::json extra = nlohmann::json::object());
+
 /// A config with one aggregate route `path` holding `sections`; `top` adds or overrides top-level keys.
 nlohmann::json route_config_json(const std::string& path, nlohmann::json sections, int deadline_ms,
                                  nlohmann::json top = nlohmann::json::object());

@@ -108,18 +108,25 @@ void test_server::hang(std::chrono::milliseconds max) {
 
 void test_server::delay(std::chrono::milliseconds d) { hang(d); }
 
+int listen_on_loopback(int backlog, int& port, int flags) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | flags, 0);
+  if (fd < 0) fail("listen_on_loopback: socket");
+  sockaddr_in addr = loopback_address(0);
+  socklen_t len = sizeof addr;
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
+      ::listen(fd, backlog) != 0 ||
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    ::close(fd);
+    fail("listen_on_loopback: bind");
+  }
+  port = ntohs(addr.sin_port);
+  return fd;
+}
+
 // ---- silent_server ----
 
 silent_server::silent_server() {
-  fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-  if (fd_ < 0) fail("silent_server: socket");
-  sockaddr_in addr = loopback_address(0);
-  socklen_t len = sizeof addr;
-  if (::bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
-      ::listen(fd_, listen_backlog) != 0 ||
-      ::getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len) != 0)
-    fail("silent_server: bind");
-  port_ = ntohs(addr.sin_port);
+  fd_ = listen_on_loopback(listen_backlog, port_, SOCK_NONBLOCK);
   wake_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   if (wake_fd_ < 0) fail("silent_server: eventfd");
 

@@ -79,6 +79,10 @@ private:
   std::thread thread_;
 };
 
+/// A TCP socket listening on 127.0.0.1 with an ephemeral port: returns the descriptor and sets
+/// `port`; throws std::runtime_error on failure. `flags` are extra socket() type flags.
+int listen_on_loopback(int backlog, int& port, int flags = 0);
+
 /// A test downstream's JSON answer.
 inline void answer_json(httplib::Response& res, const nlohmann::json& body, int status = 200) {
   res.status = status;
