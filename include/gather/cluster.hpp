@@ -28,6 +28,8 @@ constexpr std::int32_t cluster_protocol_version = 1;
 /// Reconnect backoff of a link to a node that is down: doubles from the first to the cap.
 constexpr millis node_reconnect_first{100};
 constexpr millis node_reconnect_cap{2000};
+/// How long a node that accepted the connection has to answer the version check.
+constexpr millis node_hello_timeout{2000};
 
 struct node_view {
   std::string address;
@@ -67,6 +69,7 @@ public:
 private:
   struct node_slot;
   void link(std::size_t i);
+  std::string handshake(const caf::actor& node);
 
   caf::actor_system& system_;
   cluster_config cfg_;
