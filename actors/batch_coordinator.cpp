@@ -54,6 +54,10 @@ void answer(batch_ptr self) {
   auto& st = self->state;
   const auto& job = *st.job;
   st.answered->store(true);
+  if (!job.channel->claim()) { // the handler gave up first (client gone, hard limit): its line
+    self->quit();
+    return;
+  }
   auto reply = build_batch_reply(job.plan, st.outcomes);
   job.runtime.counters->request_done(job.route_index, reply.status,
                                      std::chrono::duration_cast<std::chrono::microseconds>(

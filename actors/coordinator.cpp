@@ -55,6 +55,10 @@ void answer(coordinator_ptr self) {
   auto& st = self->state;
   const auto& job = *st.job;
   st.answered->store(true);
+  if (!job.channel->claim()) { // the handler gave up first (client gone, hard limit): its line
+    self->quit();
+    return;
+  }
   auto reply = build_aggregate_reply(*job.route, st.outcomes, job.inbound.request_id);
   count(job, reply.status, st.outcomes);
   log_request(job.inbound, job.route->path, reply.status, ms_since(job.inbound.arrived),

@@ -374,19 +374,21 @@ struct http_front::impl {
                           std::size_t route_index, clock::time_point deadline,
                           clock::time_point arrived) {
     const auto& route = cfg.routes[route_index];
-    switch (channel.wait(current_client_fd, deadline + handler_grace)) {
-      case reply_channel::outcome::replied:
-        return channel.take();
-      case reply_channel::outcome::client_gone:
-        caf::anon_send_exit(coordinator_actor, caf::exit_reason::user_shutdown);
-        stats.client_gone.fetch_add(1, std::memory_order_relaxed);
-        runtime.counters->request_done(route_index, 499, elapsed_us(arrived));
-        log_request(current_request_id, route.path, 499, elapsed_ms(arrived), "client closed the connection");
-        return error_reply(499, "client_closed", current_request_id);
-      case reply_channel::outcome::timed_out:
-        break;
+    const auto outcome = channel.wait(current_client_fd, deadline + handler_grace);
+    if (outcome == reply_channel::outcome::replied)
+      return channel.take();
+    if (!channel.claim()) {
+      // The coordinator is answering this very moment, and counts and logs that answer: use it.
+      channel.wait(-1, clock::now() + handler_grace);
+      return channel.take();
     }
     caf::anon_send_exit(coordinator_actor, caf::exit_reason::user_shutdown);
+    if (outcome == reply_channel::outcome::client_gone) {
+      stats.client_gone.fetch_add(1, std::memory_order_relaxed);
+      runtime.counters->request_done(route_index, 499, elapsed_us(arrived));
+      log_request(current_request_id, route.path, 499, elapsed_ms(arrived), "client closed the connection");
+      return error_reply(499, "client_closed", current_request_id);
+    }
     runtime.counters->request_done(route_index, 504, elapsed_us(arrived));
     log_request(current_request_id, route.path, 504, elapsed_ms(arrived), "coordinator missed the hard limit");
     return error_reply(504, "upstream_timeout", current_request_id);

@@ -6,6 +6,7 @@
 // eventfd outlives whichever of them finishes first.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <mutex>
 #include <optional>
@@ -23,6 +24,10 @@ public:
   reply_channel(const reply_channel&) = delete;
   reply_channel& operator=(const reply_channel&) = delete;
 
+  /// True for the first caller only. The coordinator claims before it counts and logs its answer,
+  /// the handler before it counts and logs a 499 or 504 of its own: one request, one log line.
+  bool claim() { return !claimed_.exchange(true); }
+
   /// Called once by the coordinator; later calls are ignored.
   void deliver(http_reply reply);
 
@@ -33,6 +38,7 @@ public:
   http_reply take();
 
 private:
+  std::atomic<bool> claimed_{false};
   std::mutex mutex_;
   std::optional<http_reply> reply_;
   int event_fd_ = -1;

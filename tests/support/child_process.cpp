@@ -7,6 +7,7 @@
 #include <fstream>
 #include <poll.h>
 #include <stdexcept>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -38,6 +39,7 @@ child_process::child_process(const std::string& program, const std::vector<std::
   ::close(err[1]);
   out_fd_ = out[0];
   err_fd_ = err[0];
+  reader_ = std::thread{[this] { read_pipes(); }};
 }
 
 child_process::~child_process() {
@@ -45,30 +47,48 @@ child_process::~child_process() {
     ::kill(pid_, SIGKILL);
     ::waitpid(pid_, nullptr, 0);
   }
+  if (reader_.joinable())
+    reader_.join(); // the pipes close when the child is gone
   ::close(out_fd_);
   ::close(err_fd_);
 }
 
-void child_process::pump(std::chrono::milliseconds limit) {
+void child_process::read_pipes() {
   pollfd fds[2] = {{out_fd_, POLLIN, 0}, {err_fd_, POLLIN, 0}};
-  if (::poll(fds, 2, static_cast<int>(limit.count())) <= 0)
-    return;
-  char buf[4096];
-  if (fds[0].revents) {
-    auto n = ::read(out_fd_, buf, sizeof buf);
-    if (n > 0)
-      out_.append(buf, static_cast<std::size_t>(n));
+  std::string* into[2] = {&out_, &err_};
+  int open_pipes = 2;
+  char buf[65536];
+  while (open_pipes > 0) {
+    if (::poll(fds, 2, -1) < 0) {
+      if (errno == EINTR)
+        continue;
+      break;
+    }
+    for (int i = 0; i < 2; ++i) {
+      if (fds[i].fd < 0 || fds[i].revents == 0)
+        continue;
+      auto n = ::read(fds[i].fd, buf, sizeof buf);
+      if (n < 0 && errno == EINTR)
+        continue;
+      std::lock_guard<std::mutex> guard{mutex_};
+      if (n > 0) {
+        into[i]->append(buf, static_cast<std::size_t>(n));
+      } else {
+        fds[i].fd = -1; // EOF (or an error): poll ignores negative descriptors
+        --open_pipes;
+      }
+    }
+    grew_.notify_all();
   }
-  if (fds[1].revents) {
-    auto n = ::read(err_fd_, buf, sizeof buf);
-    if (n > 0)
-      err_.append(buf, static_cast<std::size_t>(n));
-  }
+  std::lock_guard<std::mutex> guard{mutex_};
+  pipes_closed_ = true;
+  grew_.notify_all();
 }
 
 std::optional<std::string> child_process::wait_for_line(const std::string& needle,
                                                         std::chrono::milliseconds limit) {
-  auto end = clock_type::now() + limit;
+  const auto end = clock_type::now() + limit;
+  std::unique_lock<std::mutex> lock{mutex_};
   for (;;) {
     for (auto nl = out_.find('\n', consumed_); nl != std::string::npos; nl = out_.find('\n', consumed_)) {
       auto line = out_.substr(consumed_, nl - consumed_);
@@ -76,22 +96,15 @@ std::optional<std::string> child_process::wait_for_line(const std::string& needl
       if (line.find(needle) != std::string::npos)
         return line;
     }
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(end - clock_type::now());
-    if (left.count() <= 0)
+    if (pipes_closed_ || grew_.wait_until(lock, end) == std::cv_status::timeout)
       return std::nullopt;
-    pump(left);
   }
 }
 
 bool child_process::wait_for_stderr(const std::string& needle, std::chrono::milliseconds limit) {
-  auto end = clock_type::now() + limit;
-  while (err_.find(needle) == std::string::npos) {
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(end - clock_type::now());
-    if (left.count() <= 0)
-      return false;
-    pump(left);
-  }
-  return true;
+  std::unique_lock<std::mutex> lock{mutex_};
+  return grew_.wait_for(lock, limit, [&] { return err_.find(needle) != std::string::npos || pipes_closed_; }) &&
+         err_.find(needle) != std::string::npos;
 }
 
 void child_process::signal(int sig) {
@@ -99,20 +112,31 @@ void child_process::signal(int sig) {
 }
 
 std::optional<int> child_process::wait_exit(std::chrono::milliseconds limit) {
-  auto end = clock_type::now() + limit;
-  while (clock_type::now() < end) {
+  if (!exited_) {
+    // A pidfd becomes readable when the child exits: an event to wait for, not a polling loop.
+    const int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, pid_, 0)); // glibc 2.36: no C++ decl
+    if (pidfd < 0)
+      throw std::runtime_error("pidfd_open failed");
+    pollfd fd{pidfd, POLLIN, 0};
     int status = 0;
-    if (::waitpid(pid_, &status, WNOHANG) == pid_) {
-      exited_ = true;
-      for (int i = 0; i < 100; ++i) // drain what is left in the pipes
-        pump(std::chrono::milliseconds{1});
-      if (WIFEXITED(status))
-        return WEXITSTATUS(status);
-      return std::nullopt;
+    const auto end = clock_type::now() + limit;
+    for (;;) {
+      if (::waitpid(pid_, &status, WNOHANG) == pid_) {
+        exited_ = true;
+        exit_code_ = WIFEXITED(status) ? std::optional<int>{WEXITSTATUS(status)} : std::nullopt;
+        break;
+      }
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(end - clock_type::now());
+      if (left.count() <= 0)
+        break;
+      ::poll(&fd, 1, static_cast<int>(left.count()) + 1);
     }
-    pump(std::chrono::milliseconds{10}); // also keeps the pipes from filling up
+    ::close(pidfd);
+    if (!exited_)
+      return std::nullopt;
+    reader_.join(); // everything it wrote is in out_ and err_
   }
-  return std::nullopt;
+  return exit_code_;
 }
 
 run_result run(const std::string& program, const std::vector<std::string>& args) {

@@ -2,16 +2,20 @@
 #pragma once
 
 #include <chrono>
+#include <condition_variable>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <sys/types.h>
+#include <thread>
 #include <vector>
 
 namespace gather::test {
 
 class child_process {
 public:
-  /// Starts `program` with `args`; stdout and stderr are piped back.
+  /// Starts `program` with `args`; stdout and stderr are piped back and read by a thread of its
+  /// own all along, so a chatty child never blocks on a full pipe (its log lines would stall it).
   child_process(const std::string& program, const std::vector<std::string>& args);
   ~child_process(); ///< SIGKILLs and reaps a child still running
 
@@ -24,17 +28,22 @@ public:
   void signal(int sig);
   /// Waits for the exit; the exit code, or nullopt if it did not exit within `limit` (or died by a signal).
   std::optional<int> wait_exit(std::chrono::milliseconds limit = std::chrono::seconds(10));
-  /// Everything read from stdout / stderr so far (call after wait_exit for all of it).
+  /// Everything the child wrote to stdout / stderr (only after wait_exit returned its exit code).
   const std::string& out() const { return out_; }
   const std::string& err() const { return err_; }
 
 private:
-  void pump(std::chrono::milliseconds limit); ///< reads what is available, waiting at most `limit`
+  void read_pipes(); ///< the reader thread: until both pipes are closed
   pid_t pid_ = -1;
   int out_fd_ = -1, err_fd_ = -1;
+  std::mutex mutex_;
+  std::condition_variable grew_; ///< out_ or err_ got more, or the pipes closed
   std::string out_, err_;
+  bool pipes_closed_ = false;
   std::size_t consumed_ = 0; ///< stdout bytes already returned as lines
   bool exited_ = false;
+  std::optional<int> exit_code_;
+  std::thread reader_;
 };
 
 /// Runs a command to completion: exit code, stdout, stderr.
