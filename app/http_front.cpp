@@ -175,14 +175,20 @@ struct http_front::impl {
                              const httplib::ContentReader& read) { read_and_serve(req, res, read); });
     // Anything httplib refuses by itself (malformed request, 413, 414) still gets the JSON body.
     // A request httplib refuses by itself was not read to its end: the connection ends after it.
-    server.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
-      if (current_request_id.empty())
+    // One it refused before pre_route (no id yet: a malformed head, a 414) is also counted and
+    // logged here, under the no_route label: its path, if any, was never read as one.
+    server.set_error_handler([this](const httplib::Request&, httplib::Response& res) {
+      if (!res.body.empty())
+        return; // answered by Gather already
+      const bool unseen = current_request_id.empty();
+      if (unseen)
         current_request_id = new_request_id();
-      if (res.body.empty()) {
-        send(res, error_reply(res.status, code_for_status(res.status), current_request_id));
-        close_after_answer(res);
-      }
-      (void)req;
+      const auto reply = error_reply(res.status, code_for_status(res.status), current_request_id);
+      if (unseen)
+        refuse(res, cfg.routes.size(), reply, clock::now());
+      else
+        send(res, reply);
+      close_after_answer(res);
     });
     // Runs once each answer is written. The id belongs to one request: cleared here, so a request
     // that httplib refuses before pre_route (414, a malformed head) on a kept-alive connection gets

@@ -180,6 +180,9 @@ TEST_CASE("a request line over 8 KiB gets 414 JSON with a fresh X-Request-Id", "
   check_json_response(*r);
   CHECK(json::parse(r->body)["error"] == "uri_too_long");
   CHECK(r->header("x-request-id") != "first-request-on-this-thread");
+  // Counted (and logged) like any refusal, though httplib refused it before Gather saw a path.
+  CHECK(gw.get("/metrics")->body.find("gather_requests_total{route=\"no_route\",code=\"414\"} 1\n") !=
+        std::string::npos);
   check_still_serving(gw);
 }
 
