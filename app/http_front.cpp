@@ -19,6 +19,7 @@
 #include "gather/batch_body.hpp"
 #include "gather/batch_coordinator.hpp"
 #include "gather/coordinator.hpp"
+#include "gather/handler_pool.hpp"
 #include "gather/http_reply.hpp"
 #include "gather/metrics.hpp"
 #include "gather/ops_endpoints.hpp"
@@ -157,11 +158,10 @@ struct http_front::impl {
   caf::actor_system& system;
   section_runtime runtime;
   front_server server;
+  std::unique_ptr<handler_pool> pool; ///< made by bind(), handed to httplib by listen
 
   impl(const config& c, gateway_stats& s, caf::actor_system& sys, section_runtime rt)
     : cfg(c), stats(s), system(sys), runtime(rt) {
-    const auto threads = cfg.max_inflight + reserve_handler_threads;
-    server.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
     server.set_tcp_nodelay(true); // without it Nagle + delayed ACK cost ~40 ms per response
     server.set_keep_alive_timeout(keep_alive_idle_seconds);
     server.set_keep_alive_max_count(1000);
@@ -425,6 +425,18 @@ int http_front::bind(const std::string& host, int port) {
     throw std::runtime_error("cannot listen on " + host + ":" + std::to_string(port));
   // httplib listens with a backlog of 5, which overflows on bursts (1 s SYN retransmit tails).
   ::listen(server.listen_fd(), SOMAXCONN);
+  // The handler threads start here, before "listening on" is printed, so that a system that
+  // cannot run them is a start-up error, not a crash in httplib's listen thread.
+  const auto threads = impl_->cfg.max_inflight + reserve_handler_threads;
+  try {
+    impl_->pool = std::make_unique<handler_pool>(threads);
+  } catch (const std::exception& e) {
+    throw std::runtime_error(std::string{e.what()} + "; they are max_inflight + " +
+                             std::to_string(reserve_handler_threads) +
+                             ": lower max_inflight or raise the system's thread limits");
+  }
+  // httplib asks once per listen and owns what it gets (it shuts the pool down when it stops).
+  server.new_task_queue = [owner = impl_.get()]() -> httplib::TaskQueue* { return owner->pool.release(); };
   return bound;
 }
 
