@@ -39,6 +39,7 @@ struct cache_shard_state {
   std::size_t bytes = 0;
   std::unordered_map<std::string, flight> flights;
   std::unordered_map<caf::actor_addr, std::string> led; ///< leader -> the key it calls for
+  std::shared_ptr<mailbox_gauge> mailbox;
   static inline const char* name = "section_cache";
 };
 
@@ -103,9 +104,17 @@ void hand_over(shard_ptr self, const std::string& key) {
   next.promise.deliver(answer(cache_answer::kind::lead));
 }
 
-caf::behavior cache_shard(caf::stateful_actor<cache_shard_state>* self, cache_limits limits) {
+/// Called first in every handler: the shard is the mailbox's only reader, so only it may count it.
+void note_mailbox(shard_ptr self) {
+  self->state.mailbox->seen(self->mailbox().size());
+}
+
+caf::behavior cache_shard(caf::stateful_actor<cache_shard_state>* self, cache_limits limits,
+                          std::shared_ptr<mailbox_gauge> mailbox) {
   self->state.limits = limits;
+  self->state.mailbox = std::move(mailbox);
   self->set_down_handler([self](caf::down_msg& down) {
+    note_mailbox(self);
     auto& st = self->state;
     auto it = st.led.find(down.source);
     if (it == st.led.end())
@@ -116,6 +125,7 @@ caf::behavior cache_shard(caf::stateful_actor<cache_shard_state>* self, cache_li
   });
   return {
     [self](lookup_atom, const std::string& key) -> caf::result<cache_answer> {
+      note_mailbox(self);
       auto& st = self->state;
       if (auto it = st.entries.find(key); it != st.entries.end() && clock::now() <= it->second.fresh_until) {
         st.recency.splice(st.recency.begin(), st.recency, it->second.lru);
@@ -124,6 +134,8 @@ caf::behavior cache_shard(caf::stateful_actor<cache_shard_state>* self, cache_li
         return hit;
       }
       auto who = caf::actor_cast<caf::actor_addr>(self->current_sender()); // before the promise clears it
+      if (!who)
+        return answer(cache_answer::kind::lead); // nobody to answer later (and CAF cannot hash a null address)
       if (auto f = st.flights.find(key); f != st.flights.end()) {
         auto promise = self->make_response_promise<cache_answer>();
         f->second.waiters.push_back(waiter{who, promise});
@@ -137,6 +149,7 @@ caf::behavior cache_shard(caf::stateful_actor<cache_shard_state>* self, cache_li
     },
     [self](store_atom, const std::string& key, section_status status, const std::string& data,
            std::int32_t attempts, std::int32_t last_http, std::int64_t ttl_ms, std::int64_t stale_ms) -> std::string {
+      note_mailbox(self);
       auto& st = self->state;
       if (status == section_status::ok)
         store(st, key, data, millis{ttl_ms}, millis{stale_ms});
@@ -162,11 +175,24 @@ caf::behavior cache_shard(caf::stateful_actor<cache_shard_state>* self, cache_li
 
 } // namespace
 
+void mailbox_gauge::seen(std::size_t waiting) {
+  depth.store(waiting, std::memory_order_relaxed);
+  if (waiting > peak.load(std::memory_order_relaxed))
+    peak.store(waiting, std::memory_order_relaxed);
+}
+
 section_cache::section_cache(caf::actor_system& system, cache_limits limits, std::size_t shards) {
   cache_limits per_shard{std::max<std::size_t>(1, limits.max_entries / shards),
                          std::max<std::size_t>(1, limits.max_bytes / shards)};
-  for (std::size_t i = 0; i < shards; ++i)
-    shards_.push_back(system.spawn(cache_shard, per_shard));
+  for (std::size_t i = 0; i < shards; ++i) {
+    mailboxes_.push_back(std::make_shared<mailbox_gauge>());
+    shards_.push_back(system.spawn(cache_shard, per_shard, mailboxes_.back()));
+  }
+}
+
+section_cache::~section_cache() {
+  for (const auto& shard : shards_)
+    caf::anon_send_exit(shard, caf::exit_reason::user_shutdown);
 }
 
 const caf::actor& section_cache::shard_for(const std::string& key) const {

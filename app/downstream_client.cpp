@@ -87,7 +87,7 @@ struct downstream_client::impl {
   std::atomic<std::size_t> inflight{0};
 
   // Shared with submitting threads.
-  std::mutex mutex;
+  mutable std::mutex mutex;
   std::vector<submission> submissions;
   std::vector<std::uint64_t> cancellations;
   bool stopping = false;
@@ -295,5 +295,10 @@ void downstream_client::cancel(std::uint64_t id) {
 }
 
 std::size_t downstream_client::inflight() const { return impl_->inflight.load(); }
+
+std::size_t downstream_client::queued() const {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  return impl_->submissions.size() + impl_->cancellations.size();
+}
 
 } // namespace gather

@@ -277,7 +277,8 @@ struct http_front::impl {
     const auto arrived = clock::now();
     if (is_ops_path(req.path)) {
       send(res, serve_ops(req.method, req.path, current_request_id,
-                          ops_sources{cfg, stats, system, *runtime.client, *runtime.counters, *runtime.inflight, runtime.nodes}));
+                          ops_sources{cfg, stats, system, *runtime.client, *runtime.counters, *runtime.inflight, *runtime.cache,
+                                      runtime.nodes}));
       return;
     }
     auto match = match_route(cfg.routes, raw_path(req));

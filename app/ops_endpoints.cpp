@@ -2,6 +2,7 @@
 
 #include "gather/cluster.hpp"
 #include "gather/dashboard.hpp"
+#include "gather/section_cache.hpp"
 
 #include <caf/actor_registry.hpp>
 #include <caf/actor_system.hpp>
@@ -58,6 +59,15 @@ http_reply debug_actors(const ops_sources& src) {
   for (const auto& view : node_views(src))
     nodes.push_back({{"node", view.address}, {"up", view.up}, {"inflight", view.inflight},
                      {"work", view.work}});
+  // The long-lived actors' mailboxes: the cache shards. (The cluster's links are threads, and the
+  // curl loop is a thread fed by a queue: its depth is downstream_queue.)
+  auto mailboxes = nlohmann::json::array();
+  for (std::size_t i = 0; i < src.cache.mailboxes().size(); ++i) {
+    const auto& gauge = *src.cache.mailboxes()[i];
+    mailboxes.push_back({{"actor", "section_cache/" + std::to_string(i)},
+                         {"depth", gauge.depth.load(std::memory_order_relaxed)},
+                         {"peak", gauge.peak.load(std::memory_order_relaxed)}});
+  }
   http_reply reply;
   reply.body = nlohmann::json{{"actors_running", src.system.registry().running()},
                               {"scheduler_threads", src.system.scheduler().num_workers()},
@@ -68,6 +78,8 @@ http_reply debug_actors(const ops_sources& src) {
                               {"client_gone", src.stats.client_gone.load()},
                               {"overloaded", src.stats.overloaded.load()},
                               {"downstream_inflight", src.client.inflight()},
+                              {"downstream_queue", src.client.queued()},
+                              {"mailboxes", mailboxes},
                               {"slowest", slowest},
                               {"nodes", nodes}}
                  .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);

@@ -4,7 +4,11 @@
 #include <atomic>
 #include <thread>
 
+#include <caf/all.hpp>
+
+#include "gather/atoms.hpp"
 #include "gather/downstream_client.hpp"
+#include "gather/section_cache.hpp"
 #include "support/gateway_fixture.hpp"
 #include "support/test_server.hpp"
 
@@ -176,4 +180,29 @@ TEST_CASE("cache keys are validated: stale_ttl_ms needs cache_ttl_ms", "[cache]"
   CHECK(loaded.problems.at(0).rfind("routes[0].sections[0].stale_ttl_ms", 0) == 0);
   cfg["cache_max_entries"] = 0;
   CHECK(gather::load_config(cfg.dump()).problems.size() == 2);
+}
+
+TEST_CASE("each cache shard reports its mailbox: waiting messages while busy, 0 once idle", "[cache]") {
+  caf::actor_system_config cfg;
+  caf::actor_system system{cfg};
+  gather::section_cache cache{system, gather::cache_limits{}, 2};
+  REQUIRE(cache.mailboxes().size() == 2);
+  const std::string key = gather::cache_key(0, 0, "http://127.0.0.1/x", {});
+  // A burst from one thread: enqueueing is far cheaper than handling a lookup, so lookups queue.
+  caf::scoped_actor sender{system};
+  for (int i = 0; i < 20000; ++i)
+    sender->send(cache.shard_for(key), gather::lookup_atom::value, key + std::to_string(i % 100));
+  std::size_t peak = 0;
+  REQUIRE(eventually([&] {
+    peak = 0;
+    std::size_t depth = 0;
+    for (const auto& m : cache.mailboxes()) {
+      peak = std::max(peak, m->peak.load());
+      depth += m->depth.load();
+    }
+    return depth == 0 && peak > 0;
+  }, milliseconds{10000}));
+  INFO("peak " << peak);
+  CHECK(peak > 0);
+  CHECK(peak < 20000);
 }

@@ -154,6 +154,9 @@ TEST_CASE("overload and in-flight gauges move", "[metrics]") {
   REQUIRE(actors["slowest"].size() == 1);
   CHECK(actors["slowest"][0]["route"] == "/p");
   CHECK(actors["slowest"][0]["pending"] == json::array({"s"}));
+  CHECK(actors["downstream_queue"] == 0); // the curl thread took the call long ago
+  REQUIRE(actors["mailboxes"].size() == 4);
+  CHECK(actors["mailboxes"][0] == json{{"actor", "section_cache/0"}, {"depth", 0}, {"peak", 0}});
   holder.join();
   auto after = scrape_of(gw);
   CHECK(after["gather_inflight_requests"] == 0);

@@ -59,6 +59,10 @@ public:
   /// Transfers submitted and not yet completed or cancelled.
   std::size_t inflight() const;
 
+  /// Submissions and cancellations waiting for the I/O thread to take them: the depth of the
+  /// queue between the actors and the curl loop (it stays near 0 unless that thread falls behind).
+  std::size_t queued() const;
+
 private:
   struct impl;
   std::unique_ptr<impl> impl_;

@@ -15,6 +15,7 @@
 namespace gather {
 
 class cluster;
+class section_cache;
 
 /// What the operations endpoints read; owned by the gateway.
 struct ops_sources {
@@ -24,6 +25,7 @@ struct ops_sources {
   const downstream_client& client;
   const metrics& counters;
   const inflight_registry& inflight;
+  const section_cache& cache;
   const cluster* nodes; ///< null without a cluster
 };
 

@@ -15,7 +15,9 @@
 // stale-if-error data. Memory is bounded by entry count and bytes, least recently used out first.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -50,14 +52,30 @@ struct cache_limits {
   std::size_t max_bytes = 256u * 1024 * 1024;
 };
 
+/// A shard's mailbox as the shard sees it: the messages waiting behind the one it is handling
+/// (0 once it has handled its last one), and the most ever seen. Written by the shard only.
+struct mailbox_gauge {
+  std::atomic<std::size_t> depth{0};
+  std::atomic<std::size_t> peak{0};
+  void seen(std::size_t waiting);
+};
+
 /// The cache actors: spawned once per gateway, a key always goes to the same shard.
 class section_cache {
 public:
   section_cache(caf::actor_system& system, cache_limits limits, std::size_t shards = 4);
+  /// Stops the shards: a flight still waiting holds response promises, and through them its
+  /// shard, which would otherwise keep the actor system from shutting down.
+  ~section_cache();
+  section_cache(const section_cache&) = delete;
+  section_cache& operator=(const section_cache&) = delete;
   const caf::actor& shard_for(const std::string& key) const;
+  /// One per shard, in shard order (for /debug/actors).
+  const std::vector<std::shared_ptr<mailbox_gauge>>& mailboxes() const { return mailboxes_; }
 
 private:
   std::vector<caf::actor> shards_;
+  std::vector<std::shared_ptr<mailbox_gauge>> mailboxes_;
 };
 
 /// The cache key of a call: route, section, final URL and the forwarded headers' values.
