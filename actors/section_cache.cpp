@@ -104,9 +104,9 @@ void hand_over(shard_ptr self, const std::string& key) {
   next.promise.deliver(answer(cache_answer::kind::lead));
 }
 
-/// Called first in every handler: the shard is the mailbox's only reader, so only it may count it.
+/// Called first in the handlers of the messages shard_for() counted as posted.
 void note_mailbox(shard_ptr self) {
-  self->state.mailbox->seen(self->mailbox().size());
+  self->state.mailbox->handle();
 }
 
 caf::behavior cache_shard(caf::stateful_actor<cache_shard_state>* self, cache_limits limits,
@@ -114,7 +114,6 @@ caf::behavior cache_shard(caf::stateful_actor<cache_shard_state>* self, cache_li
   self->state.limits = limits;
   self->state.mailbox = std::move(mailbox);
   self->set_down_handler([self](caf::down_msg& down) {
-    note_mailbox(self);
     auto& st = self->state;
     auto it = st.led.find(down.source);
     if (it == st.led.end())
@@ -175,10 +174,18 @@ caf::behavior cache_shard(caf::stateful_actor<cache_shard_state>* self, cache_li
 
 } // namespace
 
-void mailbox_gauge::seen(std::size_t waiting) {
-  depth.store(waiting, std::memory_order_relaxed);
-  if (waiting > peak.load(std::memory_order_relaxed))
-    peak.store(waiting, std::memory_order_relaxed);
+void mailbox_gauge::post() {
+  const auto p = posted.fetch_add(1, std::memory_order_relaxed) + 1;
+  const auto h = handled.load(std::memory_order_relaxed);
+  // A racy maximum (two posters may both raise it and the larger lose): good enough for a gauge.
+  if (p > h && p - h > peak.load(std::memory_order_relaxed))
+    peak.store(p - h, std::memory_order_relaxed);
+}
+
+std::size_t mailbox_gauge::depth() const {
+  const auto p = posted.load(std::memory_order_relaxed);
+  const auto h = handled.load(std::memory_order_relaxed);
+  return p > h ? p - h : 0; // handled may be read after newer posts were handled
 }
 
 section_cache::section_cache(caf::actor_system& system, cache_limits limits, std::size_t shards) {
@@ -195,8 +202,10 @@ section_cache::~section_cache() {
     caf::anon_send_exit(shard, caf::exit_reason::user_shutdown);
 }
 
-const caf::actor& section_cache::shard_for(const std::string& key) const {
-  return shards_[std::hash<std::string>{}(key) % shards_.size()];
+const caf::actor& section_cache::shard_for(const std::string& key) {
+  const auto i = std::hash<std::string>{}(key) % shards_.size();
+  mailboxes_[i]->post();
+  return shards_[i];
 }
 
 std::string cache_key(std::size_t route, std::size_t section, const std::string& url,

@@ -52,12 +52,17 @@ struct cache_limits {
   std::size_t max_bytes = 256u * 1024 * 1024;
 };
 
-/// A shard's mailbox as the shard sees it: the messages waiting behind the one it is handling
-/// (0 once it has handled its last one), and the most ever seen. Written by the shard only.
+/// A shard's mailbox depth: messages posted to it (counted by shard_for) and not yet handled
+/// (counted by the shard as it starts each one), and the most seen at once. Counted, not read
+/// from CAF: in 0.17 only the actor may look into its own mailbox, and doing so from Gather's code
+/// inlines CAF's queue internals, whose sentinel downcast UBSan reports.
 struct mailbox_gauge {
-  std::atomic<std::size_t> depth{0};
+  std::atomic<std::size_t> posted{0};
+  std::atomic<std::size_t> handled{0};
   std::atomic<std::size_t> peak{0};
-  void seen(std::size_t waiting);
+  void post();
+  void handle() { handled.fetch_add(1, std::memory_order_relaxed); }
+  std::size_t depth() const;
 };
 
 /// The cache actors: spawned once per gateway, a key always goes to the same shard.
@@ -69,7 +74,8 @@ public:
   ~section_cache();
   section_cache(const section_cache&) = delete;
   section_cache& operator=(const section_cache&) = delete;
-  const caf::actor& shard_for(const std::string& key) const;
+  /// The shard that owns `key`, counting the one message the caller is about to send it.
+  const caf::actor& shard_for(const std::string& key);
   /// One per shard, in shard order (for /debug/actors).
   const std::vector<std::shared_ptr<mailbox_gauge>>& mailboxes() const { return mailboxes_; }
 
