@@ -37,6 +37,15 @@ json valid_config() {
               {{{"name", "base"}, {"url", "http://127.0.0.1:1/items/{id}"}, {"timeout_ms", 100}, {"required", true}}}}}}}};
 }
 
+/// Route /p with one optional section (fallback 0) on `url`.
+json one_section_config(const std::string& name, const std::string& url, int deadline_ms, int timeout_ms) {
+  return {{"listen", "127.0.0.1:0"},
+          {"routes",
+           {{{"path", "/p"},
+             {"deadline_ms", deadline_ms},
+             {"sections", {{{"name", name}, {"url", url}, {"timeout_ms", timeout_ms}, {"fallback", 0}}}}}}}};
+}
+
 } // namespace
 
 TEST_CASE("the version and help flags exit 0", "[cli]") {
@@ -120,12 +129,7 @@ TEST_CASE("demo: serves a degraded product page out of the box", "[cli]") {
 
 TEST_CASE("serve: SIGTERM lets the request in flight finish, by its deadline, then exits 0", "[cli]") {
   silent_server hung;
-  json cfg = {{"listen", "127.0.0.1:0"},
-              {"routes",
-               {{{"path", "/p"},
-                 {"deadline_ms", 600},
-                 {"sections",
-                  {{{"name", "slow"}, {"url", hung.base_url() + "/x"}, {"timeout_ms", 5000}, {"fallback", 0}}}}}}}};
+  json cfg = one_section_config("slow", hung.base_url() + "/x", 600, 5000);
   child_process gw{binary, {"serve", "--config", temp_file(cfg.dump())}};
   auto line = gw.wait_for_line("listening on");
   REQUIRE(line);
@@ -157,13 +161,8 @@ TEST_CASE("serve: a client that leaves just as its answer is made gets one log l
   // handler's "client gone" race. Whichever comes first counts and logs the request, never both
   // (before the claim in reply_channel, ~3 runs in 4 logged and counted some request twice).
   silent_server hung;
-  json cfg = {{"listen", "127.0.0.1:0"},
-              {"max_inflight", 400},
-              {"routes",
-               {{{"path", "/p"},
-                 {"deadline_ms", 50},
-                 {"sections",
-                  {{{"name", "s"}, {"url", hung.base_url() + "/x"}, {"timeout_ms", 1000}, {"fallback", 0}}}}}}}};
+  json cfg = one_section_config("s", hung.base_url() + "/x", 50, 1000);
+  cfg["max_inflight"] = 400;
   child_process gw{binary, {"serve", "--config", temp_file(cfg.dump())}};
   auto line = gw.wait_for_line("listening on");
   REQUIRE(line);
