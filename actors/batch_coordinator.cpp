@@ -54,7 +54,7 @@ void answer(batch_ptr self) {
   auto& st = self->state;
   const auto& job = *st.job;
   st.answered->store(true);
-  if (!job.channel->claim()) { // the handler gave up first (client gone, hard limit): its line
+  if (!job.reply->claim()) { // the front gave up first (client gone, hard limit): its line
     self->quit();
     return;
   }
@@ -64,7 +64,7 @@ void answer(batch_ptr self) {
                                        clock::now() - job.inbound.arrived));
   log_batch_request(job.inbound, job.route->path, reply.status, ms_since(job.inbound.arrived),
                     job.plan, st.outcomes);
-  job.channel->deliver(std::move(reply));
+  job.reply->deliver(std::move(reply));
   self->quit();
 }
 

@@ -55,7 +55,7 @@ void answer(coordinator_ptr self) {
   auto& st = self->state;
   const auto& job = *st.job;
   st.answered->store(true);
-  if (!job.channel->claim()) { // the handler gave up first (client gone, hard limit): its line
+  if (!job.reply->claim()) { // the front gave up first (client gone, hard limit): its line
     self->quit();
     return;
   }
@@ -63,7 +63,7 @@ void answer(coordinator_ptr self) {
   count(job, reply.status, st.outcomes);
   log_request(job.inbound, job.route->path, reply.status, ms_since(job.inbound.arrived),
               job.route->sections, st.outcomes);
-  job.channel->deliver(std::move(reply));
+  job.reply->deliver(std::move(reply));
   self->quit();
 }
 

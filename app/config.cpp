@@ -1048,6 +1048,15 @@ void read_listen(const object_reader& top, std::string& out) {
     top.problem("listen", "must be " + expected);
 }
 
+void read_inbound_limits(const object_reader& top, inbound_limits& out) {
+  top.read_integer("max_connections", 1, 1000000, out.max_connections);
+  top.read_integer("max_request_line_bytes", 64, 1048576, out.max_request_line_bytes);
+  top.read_integer("max_header_bytes", 256, 1048576, out.max_header_bytes);
+  top.read_integer("max_headers", 1, 10000, out.max_headers);
+  top.read_millis("request_timeout_ms", 1, 3600000, out.request_timeout);
+  top.read_millis("keep_alive_idle_ms", 1, 3600000, out.keep_alive_idle);
+}
+
 config read_config(const json& document, problem_list& problems) {
   config out;
   if (!document.is_object()) {
@@ -1057,8 +1066,25 @@ config read_config(const json& document, problem_list& problems) {
   const object_reader top(document, "", problems);
   top.reject_unknown_keys(
       {"listen", "max_inflight", "max_body_bytes", "max_response_bytes", "cache_max_entries",
-       "cache_max_bytes", "routes", "cluster"});
+       "cache_max_bytes", "routes", "cluster", "io_threads", "actor_threads", "max_connections",
+       "max_request_line_bytes", "max_header_bytes", "max_headers", "request_timeout_ms",
+       "keep_alive_idle_ms", "tls", "$schema"});
   read_listen(top, out.listen);
+  top.read_integer("io_threads", 1, 64, out.io_threads);
+  top.read_integer("actor_threads", 1, 64, out.actor_threads);
+  read_inbound_limits(top, out.inbound);
+  if (const auto tls = top.read_object("tls")) {
+    tls->reject_unknown_keys({"cert_file", "key_file"});
+    out.tls.emplace();
+    for (auto [key, file] : {std::pair{"cert_file", &out.tls->cert_file}, {"key_file", &out.tls->key_file}}) {
+      if (!tls->require(key, "a file name"))
+        continue;
+      if (auto name = tls->read_string(key, "a non-empty file name"); name && !name->empty())
+        *file = *name;
+      else if (name)
+        tls->problem(key, "must be a non-empty file name");
+    }
+  }
   top.read_integer("max_inflight", 1, 1000000, out.max_inflight);
   top.read_integer("max_body_bytes", 1, max_size_bytes, out.max_body_bytes);
   top.read_integer("max_response_bytes", 1, max_size_bytes, out.max_response_bytes);

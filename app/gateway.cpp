@@ -7,7 +7,9 @@
 
 #include "gather/cluster.hpp"
 #include "gather/downstream_client.hpp"
-#include "gather/http_front.hpp"
+#include "gather/front/http_server.hpp"
+#include "gather/front/request_dispatch.hpp"
+#include "gather/io_loops.hpp"
 #include "gather/inflight_registry.hpp"
 #include "gather/metrics.hpp"
 #include "gather/section_cache.hpp"
@@ -17,7 +19,7 @@ namespace gather {
 
 namespace {
 
-caf::actor_system_config& actor_config(caf::actor_system_config& cfg, bool with_cluster) {
+caf::actor_system_config& actor_config(caf::actor_system_config& cfg, const config& gateway_cfg) {
   register_message_types(cfg);
   // CAF's default work-stealing scheduler, once a worker's queue is empty, spins 100 polls, then
   // polls 500 times with a 50 us sleep in between, then waits on a condition variable. A gateway's
@@ -28,7 +30,8 @@ caf::actor_system_config& actor_config(caf::actor_system_config& cfg, bool with_
   // (docs/performance.md). Fixed here, not a config knob.
   cfg.set("scheduler.policy", caf::atom("stealing"));
   cfg.set("work-stealing.moderate-poll-attempts", size_t{0});
-  if (with_cluster) {
+  cfg.set("scheduler.max-threads", gateway_cfg.actor_threads);
+  if (gateway_cfg.cluster) {
     cfg.load<caf::io::middleman>();
     enable_failure_detection(cfg);
   }
@@ -43,30 +46,34 @@ std::unique_ptr<cluster> cluster_of(caf::actor_system& system, const config& cfg
 
 } // namespace
 
-// Members are destroyed bottom-up: the front first (no new requests, in-flight ones answered),
-// then the cluster links (their threads hold scoped actors), then the actor system (waits for the last workers, whose destructors cancel transfers on the
-// still-running client), then the client.
+// Members are destroyed bottom-up: the server first (no new requests, in-flight ones answered),
+// then the cluster links (their threads hold scoped actors), then the actor system (waits for the
+// last workers, whose destructors cancel transfers on the still-running client), then the client,
+// and the event loops last: a coordinator that answers late posts into a stopped loop, never a
+// destroyed one.
 struct gateway::impl {
   config cfg;
   gateway_stats stats;
   metrics counters{cfg};
   inflight_registry inflight;
+  io_loops loops{cfg.io_threads};
   downstream_client client;
   caf::actor_system_config actor_cfg;
   caf::actor_system system;
   section_cache cache;
   std::unique_ptr<cluster> nodes;
-  http_front front;
-  std::thread serving;
+  request_dispatch dispatch;
+  http_server server;
 
   explicit impl(config c)
     : cfg(std::move(c)),
-      system(actor_config(actor_cfg, cfg.cluster.has_value())),
+      system(actor_config(actor_cfg, cfg)),
       cache(system, cache_limits{cfg.cache_max_entries, cfg.cache_max_bytes}),
       nodes(cluster_of(system, cfg)),
-      front(cfg, stats, system,
-            section_runtime{&client, &stats, &counters, &inflight, &cache, nodes.get(),
-                            cfg.max_response_bytes}) {
+      dispatch(cfg, stats, system,
+               section_runtime{&client, &stats, &counters, &inflight, &cache, nodes.get(),
+                               cfg.max_response_bytes}),
+      server(cfg, stats, loops, dispatch) {
   }
 };
 
@@ -81,18 +88,13 @@ int gateway::start(const std::string& listen) {
   auto address = split_host_port(listen.empty() ? impl_->cfg.listen : listen);
   if (!address)
     throw std::runtime_error("invalid listen address: " + listen);
-  int port = impl_->front.bind(address->first, address->second);
-  impl_->serving = std::thread([this] { impl_->front.run(); });
-  // stop() is a no-op until the server runs, so do not hand back a gateway that could miss it.
-  while (!impl_->front.running())
-    std::this_thread::yield();
-  return port;
+  impl_->loops.start();
+  return impl_->server.start(address->first, address->second);
 }
 
 void gateway::stop() {
-  impl_->front.stop();
-  if (impl_->serving.joinable())
-    impl_->serving.join();
+  impl_->server.stop();
+  impl_->loops.stop();
 }
 
 const config& gateway::cfg() const {

@@ -8,6 +8,7 @@
 
 #include "gather/config.hpp"
 #include "gather/demo.hpp"
+#include "gather/front/tls_context.hpp"
 #include "gather/gateway.hpp"
 #include "gather/worker_node.hpp"
 
@@ -24,6 +25,17 @@ sigset_t termination_signals() {
   return set;
 }
 
+/// The config, with the problems only its files show (TLS certificate and key) added.
+gather::config_result load_checked(const std::string& file) {
+  auto result = gather::load_config_file(file);
+  if (result.value && result.value->tls) {
+    result.problems = gather::tls_problems(*result.value->tls);
+    if (!result.problems.empty())
+      result.value.reset();
+  }
+  return result;
+}
+
 int report_problems(const gather::config_result& result) {
   for (const auto& problem : result.problems)
     std::cerr << problem << "\n";
@@ -36,7 +48,7 @@ int serve(gather::config cfg, const std::string& listen, const std::string& bann
     gather::gateway gw{std::move(cfg)};
     int port = gw.start(listen);
     auto host = gather::split_host_port(listen.empty() ? gw.cfg().listen : listen)->first;
-    std::cout << "listening on http://" << host << ":" << port << std::endl;
+    std::cout << "listening on " << (gw.cfg().tls ? "https://" : "http://") << host << ":" << port << std::endl;
     if (!banner.empty()) {
       std::string text = banner;
       for (auto at = text.find("{base}"); at != std::string::npos; at = text.find("{base}"))
@@ -112,7 +124,7 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
 
   if (*check) {
-    auto result = gather::load_config_file(config_file);
+    auto result = load_checked(config_file);
     if (!result.value)
       return report_problems(result);
     std::size_t sections = 0;
@@ -123,7 +135,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (*serve_cmd) {
-    auto result = gather::load_config_file(config_file);
+    auto result = load_checked(config_file);
     if (!result.value)
       return report_problems(result);
     if (!listen.empty() && !gather::split_host_port(listen)) {

@@ -72,6 +72,9 @@ http_reply debug_actors(const ops_sources& src) {
   http_reply reply;
   reply.body = nlohmann::json{{"actors_running", src.system.registry().running()},
                               {"scheduler_threads", src.system.scheduler().num_workers()},
+                              {"io_threads", src.cfg.io_threads},
+                              {"connections", src.stats.connections.load()},
+                              {"connections_refused", src.stats.connections_refused.load()},
                               {"coordinators", src.stats.coordinators.load()},
                               {"workers", src.stats.workers.load()},
                               {"inflight_requests", src.stats.inflight.load()},

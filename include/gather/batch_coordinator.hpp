@@ -12,7 +12,7 @@
 #include "gather/batch_plan.hpp"
 #include "gather/config.hpp"
 #include "gather/inbound_request.hpp"
-#include "gather/reply_channel.hpp"
+#include "gather/reply_sink.hpp"
 #include "gather/section_outcome.hpp"
 #include "gather/section_worker.hpp"
 
@@ -24,7 +24,7 @@ struct batch_job {
   std::size_t route_index = 0;         ///< the route's position in the config
   inbound_request inbound;
   batch_plan plan;
-  std::shared_ptr<reply_channel> channel; ///< where the answer goes
+  std::shared_ptr<reply_sink> reply; ///< where the answer goes
   section_runtime runtime;
 };
 

@@ -104,8 +104,30 @@ struct cluster_config {
   bool local = true;
 };
 
+/// Inbound TLS: HTTPS on `listen` with this certificate chain and private key (PEM files).
+struct tls_config {
+  std::string cert_file;
+  std::string key_file;
+};
+
+/// What the HTTP front accepts from a client (docs/security.md lists what crossing each gets).
+struct inbound_limits {
+  std::size_t max_connections = 10000;       ///< open connections; one more is closed at once
+  std::size_t max_request_line_bytes = 8192; ///< longer: 414
+  std::size_t max_header_bytes = 16384;      ///< header lines together, request line excluded: 431
+  std::size_t max_headers = 100;             ///< more header lines: 431
+  millis request_timeout{10000};  ///< first byte to last of one request (head and body): slowloris
+  millis keep_alive_idle{60000};  ///< an idle kept-alive connection is closed after this
+};
+
 struct config {
   std::string listen = "127.0.0.1:8080";
+  /// Threads that run every connection's and every downstream call's I/O, one event loop each.
+  std::size_t io_threads = 1;
+  /// CAF scheduler threads, which run the coordinator and worker actors.
+  std::size_t actor_threads = 2;
+  inbound_limits inbound;
+  std::optional<tls_config> tls;
   std::size_t max_inflight = 1024;
   std::size_t max_body_bytes = 1048576;
   std::size_t max_response_bytes = 8388608;

@@ -12,7 +12,7 @@
 #include "gather/config.hpp"
 #include "gather/inflight_registry.hpp"
 #include "gather/inbound_request.hpp"
-#include "gather/reply_channel.hpp"
+#include "gather/reply_sink.hpp"
 #include "gather/section_outcome.hpp"
 #include "gather/section_worker.hpp"
 
@@ -23,7 +23,7 @@ struct aggregate_job {
   const route_config* route = nullptr;
   std::size_t route_index = 0;
   inbound_request inbound;
-  std::shared_ptr<reply_channel> channel; ///< where the answer goes
+  std::shared_ptr<reply_sink> reply; ///< where the answer goes
   section_runtime runtime;
 };
 

@@ -13,6 +13,8 @@ struct gateway_stats {
   std::atomic<std::uint64_t> overloaded{0};   ///< requests refused by max_inflight
   std::atomic<std::uint64_t> late_replies{0}; ///< answers that arrived after their request was answered
   std::atomic<std::uint64_t> client_gone{0};  ///< requests whose client hung up before the answer
+  std::atomic<std::int64_t> connections{0};   ///< inbound connections open
+  std::atomic<std::uint64_t> connections_refused{0}; ///< closed at once: max_connections reached
 };
 
 } // namespace gather

@@ -1,0 +1,198 @@
+#include "gather/front/http_server.hpp"
+
+#include <condition_variable>
+#include <future>
+#include <mutex>
+#include <stdexcept>
+#include <unordered_set>
+
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ssl/context.hpp>
+#include <boost/asio/ssl/stream.hpp>
+
+#include "gather/front/connection.hpp"
+#include "gather/front/tls_context.hpp"
+#include "gather/request_log.hpp"
+
+namespace gather {
+
+namespace {
+
+namespace asio = boost::asio;
+using tcp = asio::ip::tcp;
+
+/// After accept() fails for want of descriptors (EMFILE, ENFILE), wait this long before the next
+/// try instead of spinning on a full table.
+constexpr std::chrono::milliseconds accept_retry{50};
+
+} // namespace
+
+struct http_server::impl {
+  const config& cfg;
+  io_loops& loops;
+  front_shared shared;
+  std::unique_ptr<asio::ssl::context> tls;
+  std::unique_ptr<tcp::acceptor> acceptor;
+  std::unique_ptr<asio::steady_timer> retry_timer;
+  /// The open connections of each loop, touched only on that loop's thread.
+  std::vector<std::unordered_set<connection_base*>> open;
+
+  std::mutex mutex;
+  std::condition_variable all_closed;
+  bool stopped = false;
+
+  impl(const config& c, gateway_stats& stats, io_loops& l, request_dispatch& dispatch)
+    : cfg(c), loops(l), shared{c, dispatch, stats}, open(l.size()) {
+  }
+
+  std::size_t loop_index(asio::io_context& loop) const {
+    for (std::size_t i = 0; i < loops.size(); ++i)
+      if (&loops.loop(i) == &loop)
+        return i;
+    return 0;
+  }
+
+  void accept() {
+    auto& target = loops.next();
+    acceptor->async_accept(target, [this, &target](const boost::system::error_code& ec, tcp::socket socket) {
+      if (ec == asio::error::operation_aborted || !acceptor->is_open())
+        return;
+      if (ec) {
+        if (ec == asio::error::no_descriptors || ec.value() == ENFILE) {
+          write_log_line(R"({"event":"accept_failed","detail":"out of file descriptors"})");
+          retry_timer->expires_after(accept_retry);
+          retry_timer->async_wait([this](const boost::system::error_code& wait_ec) {
+            if (!wait_ec)
+              accept();
+          });
+          return;
+        }
+        return accept();
+      }
+      admit(std::move(socket), target);
+      accept();
+    });
+  }
+
+  /// Runs on the acceptor's loop; the connection itself is started on its own loop.
+  void admit(tcp::socket socket, asio::io_context& loop) {
+    auto& stats = shared.stats;
+    if (stats.connections.load(std::memory_order_relaxed) >=
+        static_cast<std::int64_t>(cfg.inbound.max_connections)) {
+      stats.connections_refused.fetch_add(1, std::memory_order_relaxed);
+      boost::system::error_code ignored;
+      socket.close(ignored);
+      return;
+    }
+    stats.connections.fetch_add(1, std::memory_order_relaxed);
+    const std::size_t index = loop_index(loop);
+    asio::post(loop, [this, index, socket = std::move(socket)]() mutable {
+      auto on_close = [this, index](connection_base* conn) { closed(index, conn); };
+      std::shared_ptr<connection_base> conn;
+      if (tls) {
+        auto c = std::make_shared<connection<asio::ssl::stream<tcp::socket>>>(shared, on_close,
+                                                                              std::move(socket), *tls);
+        open[index].insert(c.get());
+        c->start();
+      } else {
+        auto c = std::make_shared<connection<tcp::socket>>(shared, on_close, std::move(socket));
+        open[index].insert(c.get());
+        c->start();
+      }
+    });
+  }
+
+  void closed(std::size_t index, connection_base* conn) {
+    open[index].erase(conn);
+    if (shared.stats.connections.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+      std::lock_guard<std::mutex> lock(mutex);
+      all_closed.notify_all();
+    }
+  }
+
+  /// Runs `what` on every open connection of every loop, on its loop.
+  template <class F>
+  void each_connection(F what) {
+    for (std::size_t i = 0; i < loops.size(); ++i)
+      asio::post(loops.loop(i), [this, i, what] {
+        const std::vector<connection_base*> now(open[i].begin(), open[i].end());
+        for (auto* conn : now)
+          if (open[i].count(conn))
+            what(*conn);
+      });
+  }
+
+  /// The longest a request may take: the front gives up on every request by then.
+  millis longest_hard_limit() const {
+    millis longest{0};
+    for (const auto& route : cfg.routes)
+      longest = std::max(longest, route.batch ? route.batch->deadline : route.deadline);
+    return longest + coordinator_grace;
+  }
+};
+
+http_server::http_server(const config& cfg, gateway_stats& stats, io_loops& loops,
+                         request_dispatch& dispatch)
+  : impl_(std::make_unique<impl>(cfg, stats, loops, dispatch)) {
+}
+
+http_server::~http_server() {
+  stop();
+}
+
+int http_server::start(const std::string& host, int port) {
+  auto& im = *impl_;
+  if (im.cfg.tls)
+    im.tls = make_tls_context(*im.cfg.tls);
+  auto& loop = im.loops.loop(0);
+  boost::system::error_code ec;
+  tcp::resolver resolver{loop}; // start-up only: a host name in `listen` resolves once, here
+  const auto found = resolver.resolve(host, std::to_string(port), tcp::resolver::passive, ec);
+  if (ec || found.empty())
+    throw std::runtime_error("cannot listen on " + host + ":" + std::to_string(port) + ": " +
+                             (ec ? ec.message() : "no address"));
+  const tcp::endpoint endpoint = found.begin()->endpoint();
+  im.acceptor = std::make_unique<tcp::acceptor>(loop);
+  im.retry_timer = std::make_unique<asio::steady_timer>(loop);
+  im.acceptor->open(endpoint.protocol(), ec);
+  if (!ec)
+    im.acceptor->set_option(tcp::acceptor::reuse_address(true), ec);
+  if (!ec)
+    im.acceptor->bind(endpoint, ec);
+  if (!ec)
+    im.acceptor->listen(asio::socket_base::max_listen_connections, ec);
+  if (ec)
+    throw std::runtime_error("cannot listen on " + host + ":" + std::to_string(port) + ": " +
+                             ec.message());
+  const int bound = im.acceptor->local_endpoint().port();
+  asio::post(loop, [&im] { im.accept(); });
+  return bound;
+}
+
+void http_server::stop() {
+  auto& im = *impl_;
+  if (!im.acceptor || im.stopped)
+    return;
+  im.stopped = true;
+  im.shared.draining.store(true);
+  std::promise<void> closed_acceptor;
+  asio::post(im.loops.loop(0), [&im, &closed_acceptor] {
+    boost::system::error_code ignored;
+    im.acceptor->close(ignored);
+    im.retry_timer->cancel();
+    closed_acceptor.set_value();
+  });
+  closed_acceptor.get_future().wait();
+  im.each_connection([](connection_base& conn) { conn.drain(); });
+  std::unique_lock<std::mutex> lock(im.mutex);
+  const auto limit = std::chrono::steady_clock::now() + im.longest_hard_limit() + linger_limit;
+  const auto none_open = [&im] { return im.shared.stats.connections.load() == 0; };
+  if (!im.all_closed.wait_until(lock, limit, none_open)) {
+    lock.unlock();
+    im.each_connection([](connection_base& conn) { conn.force_close(); });
+    lock.lock();
+    im.all_closed.wait_for(lock, linger_limit, none_open);
+  }
+}
+
+} // namespace gather

@@ -1,0 +1,251 @@
+#include "gather/front/request_dispatch.hpp"
+
+#include <random>
+
+#include <caf/all.hpp>
+
+#include "gather/batch_body.hpp"
+#include "gather/batch_coordinator.hpp"
+#include "gather/coordinator.hpp"
+#include "gather/metrics.hpp"
+#include "gather/ops_endpoints.hpp"
+#include "gather/request_log.hpp"
+#include "gather/route_table.hpp"
+#include "gather/url_template.hpp"
+
+namespace gather {
+
+namespace {
+
+using clock = std::chrono::steady_clock;
+
+std::chrono::microseconds elapsed_us(steady_time since) {
+  return std::chrono::duration_cast<std::chrono::microseconds>(clock::now() - since);
+}
+
+std::int64_t elapsed_ms(steady_time since) {
+  return std::chrono::duration_cast<millis>(clock::now() - since).count();
+}
+
+bool valid_request_id(const std::string& id) {
+  if (id.empty() || id.size() > 64)
+    return false;
+  for (unsigned char c : id)
+    if (!(std::isalnum(c) || c == '.' || c == '_' || c == '-'))
+      return false;
+  return true;
+}
+
+std::string new_request_id() {
+  thread_local std::mt19937_64 rng{std::random_device{}()};
+  static const char* hex = "0123456789abcdef";
+  std::string id(32, '0');
+  for (int half = 0; half < 2; ++half) {
+    auto bits = rng();
+    for (int i = 0; i < 16; ++i, bits >>= 4)
+      id[half * 16 + i] = hex[bits & 0xF];
+  }
+  return id;
+}
+
+bool has_body(const request_head& head) {
+  if (head.has_header("transfer-encoding"))
+    return true;
+  const auto& length = head.header("content-length");
+  return !length.empty() && length.find_first_not_of('0') != std::string::npos;
+}
+
+const char* code_for_status(int status) {
+  switch (status) {
+    case 400: return "bad_request";
+    case 404: return "no_route";
+    case 405: return "method_not_allowed";
+    case 413: return "payload_too_large";
+    case 414: return "uri_too_long";
+    case 415: return "unsupported_media_type";
+    case 431: return "headers_too_large";
+    case 503: return "overloaded";
+    default: return status >= 500 ? "internal_error" : "bad_request";
+  }
+}
+
+int status_for(parse_refusal why) {
+  switch (why) {
+    case parse_refusal::uri_too_long: return 414;
+    case parse_refusal::headers_too_large: return 431;
+    case parse_refusal::payload_too_large: return 413;
+    default: return 400;
+  }
+}
+
+} // namespace
+
+std::string request_id_for(const request_head& head) {
+  const auto& inbound = head.header("x-request-id");
+  return valid_request_id(inbound) ? inbound : new_request_id();
+}
+
+std::multimap<std::string, std::string> parse_query(std::string_view query) {
+  std::multimap<std::string, std::string> out;
+  const auto decode = [](std::string_view text) {
+    std::string spaced(text);
+    for (auto& c : spaced)
+      if (c == '+')
+        c = ' ';
+    return percent_decode(spaced);
+  };
+  while (!query.empty()) {
+    const auto amp = query.find('&');
+    const auto pair = query.substr(0, amp);
+    if (!pair.empty()) {
+      const auto eq = pair.find('=');
+      out.emplace(decode(pair.substr(0, eq)),
+                  eq == std::string_view::npos ? std::string{} : decode(pair.substr(eq + 1)));
+    }
+    if (amp == std::string_view::npos)
+      break;
+    query.remove_prefix(amp + 1);
+  }
+  return out;
+}
+
+request_dispatch::request_dispatch(const config& cfg, gateway_stats& stats, caf::actor_system& system,
+                                   section_runtime runtime)
+  : cfg_(cfg), stats_(stats), system_(system), runtime_(runtime) {
+}
+
+std::optional<http_reply> request_dispatch::check_head(const request_head& head,
+                                                       const std::string& request_id) const {
+  auto match = match_route(cfg_.routes, head.path());
+  if (!match)
+    return error_reply(404, "no_route", request_id);
+  const auto& route = cfg_.routes[match->route];
+  const char* method = route.batch ? "POST" : "GET";
+  if (head.method != method) {
+    auto reply = error_reply(405, "method_not_allowed", request_id);
+    reply.headers.emplace_back("Allow", method);
+    return reply;
+  }
+  const auto& declared = head.header("content-length");
+  if (!declared.empty() &&
+      (declared.size() > 18 || std::stoull("0" + declared) > cfg_.max_body_bytes))
+    return error_reply(413, "payload_too_large", request_id);
+  // Encoded bodies are refused unread: max_body_bytes counts the bytes sent, and an inflated
+  // body has no bound.
+  const auto& encoding = head.header("content-encoding");
+  if (has_body(head) && head.has_header("content-encoding") && encoding != "identity")
+    return error_reply(415, "unsupported_media_type", request_id);
+  return std::nullopt;
+}
+
+bool request_dispatch::reads_body(const request_head& head, const std::string& request_id) const {
+  return head.method == "POST" && !is_ops_path(head.path()) && !check_head(head, request_id);
+}
+
+bool request_dispatch::overloaded() const {
+  return stats_.inflight.load(std::memory_order_relaxed) >= static_cast<std::int64_t>(cfg_.max_inflight);
+}
+
+std::variant<http_reply, started_request>
+request_dispatch::serve(const request_head& head, std::string body, const std::string& request_id,
+                        steady_time arrived, const std::shared_ptr<reply_sink>& sink) {
+  const auto path = head.path();
+  if (is_ops_path(path))
+    return serve_ops(head.method, path, request_id,
+                     ops_sources{cfg_, stats_, system_, *runtime_.client, *runtime_.counters,
+                                 *runtime_.inflight, *runtime_.cache, runtime_.nodes});
+  auto match = match_route(cfg_.routes, path);
+  const auto route_index = match ? match->route : cfg_.routes.size();
+  if (auto refusal = check_head(head, request_id))
+    return refuse(route_index, std::move(*refusal), request_id, arrived);
+  const auto& route = cfg_.routes[route_index];
+  if (stats_.inflight.fetch_add(1, std::memory_order_relaxed) >= static_cast<std::int64_t>(cfg_.max_inflight)) {
+    release();
+    stats_.overloaded.fetch_add(1, std::memory_order_relaxed);
+    auto reply = error_reply(503, "overloaded", request_id);
+    reply.headers.emplace_back("Retry-After", "1");
+    return refuse(route_index, std::move(reply), request_id, arrived);
+  }
+  auto inbound = inbound_of(head, std::move(match->captures), request_id, arrived);
+  if (route.batch) {
+    // The body is parsed here, on the I/O thread: a 400 costs no actor.
+    auto parsed = parse_batch_body(body, route.batch->max_items);
+    if (!parsed.problem.empty()) {
+      release();
+      runtime_.counters->request_done(route_index, 400, elapsed_us(arrived));
+      log_request(request_id, route.path, 400, elapsed_ms(arrived), "bad batch body: " + parsed.problem);
+      return error_reply(400, "bad_request", request_id, {}, parsed.problem);
+    }
+    auto job = std::make_shared<batch_job>();
+    job->route = &route;
+    job->route_index = route_index;
+    job->runtime = runtime_;
+    job->reply = sink;
+    job->inbound = std::move(inbound);
+    job->plan = plan_batch(std::move(parsed.items), *route.batch, job->inbound);
+    return started_request{system_.spawn(batch_coordinator, std::shared_ptr<const batch_job>(job)),
+                           route_index, arrived + route.batch->deadline + coordinator_grace};
+  }
+  auto job = std::make_shared<aggregate_job>();
+  job->route = &route;
+  job->route_index = route_index;
+  job->runtime = runtime_;
+  job->reply = sink;
+  job->inbound = std::move(inbound);
+  return started_request{system_.spawn(coordinator, std::shared_ptr<const aggregate_job>(job)),
+                         route_index, arrived + route.deadline + coordinator_grace};
+}
+
+http_reply request_dispatch::give_up(const started_request& started, bool client_gone,
+                                     const std::string& request_id, steady_time arrived) {
+  release();
+  caf::anon_send_exit(started.coordinator, caf::exit_reason::user_shutdown);
+  const auto& route = cfg_.routes[started.route];
+  if (client_gone) {
+    stats_.client_gone.fetch_add(1, std::memory_order_relaxed);
+    runtime_.counters->request_done(started.route, 499, elapsed_us(arrived));
+    log_request(request_id, route.path, 499, elapsed_ms(arrived), "client closed the connection");
+    return error_reply(499, "client_closed", request_id);
+  }
+  runtime_.counters->request_done(started.route, 504, elapsed_us(arrived));
+  log_request(request_id, route.path, 504, elapsed_ms(arrived), "coordinator missed the hard limit");
+  return error_reply(504, "upstream_timeout", request_id);
+}
+
+http_reply request_dispatch::refuse_unparsed(parse_refusal why, const request_head& head,
+                                             const std::string& request_id, steady_time arrived) {
+  const int status = status_for(why);
+  std::size_t route_index = cfg_.routes.size();
+  if (!head.target.empty())
+    if (auto match = match_route(cfg_.routes, head.path()))
+      route_index = match->route;
+  return refuse(route_index, error_reply(status, code_for_status(status), request_id), request_id,
+                arrived);
+}
+
+http_reply request_dispatch::refuse(std::size_t route_index, http_reply reply,
+                                    const std::string& request_id, steady_time arrived) {
+  runtime_.counters->request_done(route_index, reply.status, elapsed_us(arrived));
+  const auto& route = route_index < cfg_.routes.size() ? cfg_.routes[route_index].path
+                                                       : std::string{metrics::no_route_label};
+  log_request(request_id, route, reply.status, elapsed_ms(arrived),
+              std::string{"refused: "} + code_for_status(reply.status));
+  return reply;
+}
+
+inbound_request request_dispatch::inbound_of(const request_head& head,
+                                             std::vector<std::pair<std::string, std::string>> captures,
+                                             const std::string& request_id, steady_time arrived) const {
+  inbound_request in;
+  in.request_id = request_id;
+  in.arrived = arrived;
+  in.captures = std::move(captures);
+  const auto question = head.target.find('?');
+  if (question != std::string::npos)
+    in.query = parse_query(std::string_view{head.target}.substr(question + 1));
+  for (const auto& [name, value] : head.headers)
+    in.headers.emplace(name, value);
+  return in;
+}
+
+} // namespace gather

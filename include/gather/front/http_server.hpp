@@ -1,0 +1,35 @@
+// The inbound HTTP/1.1 (or HTTPS) server: one acceptor, connections spread over the event loops,
+// each served by a `connection` without a thread of its own.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "gather/config.hpp"
+#include "gather/front/request_dispatch.hpp"
+#include "gather/gateway_stats.hpp"
+#include "gather/io_loops.hpp"
+
+namespace gather {
+
+class http_server {
+public:
+  http_server(const config& cfg, gateway_stats& stats, io_loops& loops, request_dispatch& dispatch);
+  ~http_server(); ///< stop()
+  http_server(const http_server&) = delete;
+  http_server& operator=(const http_server&) = delete;
+
+  /// Binds host:port (0 = pick one) and starts accepting on the loops. Returns the bound port.
+  /// Throws std::runtime_error when the address cannot be bound or TLS cannot be set up.
+  int start(const std::string& host, int port);
+
+  /// Stops accepting; idle connections close at once, the others after their answer (each within
+  /// its request's hard limit); returns when every connection has closed.
+  void stop();
+
+private:
+  struct impl;
+  std::unique_ptr<impl> impl_;
+};
+
+} // namespace gather

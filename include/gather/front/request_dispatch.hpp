@@ -1,0 +1,87 @@
+// What the front does with a parsed request, apart from any socket: the contract's checks in
+// order (no_route, method, size, overload, body), the operations endpoints, and the spawn of one
+// coordinator (aggregate route) or batch coordinator (batch route) per admitted request.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <optional>
+#include <string>
+#include <variant>
+
+#include <caf/actor.hpp>
+
+#include "gather/config.hpp"
+#include "gather/front/request_parser.hpp"
+#include "gather/gateway_stats.hpp"
+#include "gather/http_reply.hpp"
+#include "gather/inbound_request.hpp"
+#include "gather/reply_sink.hpp"
+#include "gather/section_worker.hpp"
+
+namespace gather {
+
+/// How long past a route's deadline the front waits for its coordinator before answering 504
+/// itself: the coordinator's deadline message is exact, so this covers only a starved scheduler.
+constexpr millis coordinator_grace{1000};
+
+/// A request handed to a coordinator: what the front needs to give up on it.
+struct started_request {
+  caf::actor coordinator;
+  std::size_t route = 0;
+  steady_time hard_limit; ///< the route's deadline plus coordinator_grace
+};
+
+class request_dispatch {
+public:
+  request_dispatch(const config& cfg, gateway_stats& stats, caf::actor_system& system,
+                   section_runtime runtime);
+
+  /// The checks that come before a body is read: route, method, declared size, encoding.
+  /// nullopt: a body may be read. (Nothing is counted: serve() refuses and counts.)
+  std::optional<http_reply> check_head(const request_head& head, const std::string& request_id) const;
+  /// True when a request with a body should have it read: a POST to a batch route that the
+  /// head's checks admit. Any other body stays unread (and its connection ends after the answer).
+  bool reads_body(const request_head& head, const std::string& request_id) const;
+  /// True when a new aggregation would be refused with 503 right now.
+  bool overloaded() const;
+
+  /// Serves a complete request: either the answer at once (counted and logged) or a started
+  /// coordinator that will deliver to `sink`.
+  std::variant<http_reply, started_request> serve(const request_head& head, std::string body,
+                                                  const std::string& request_id, steady_time arrived,
+                                                  const std::shared_ptr<reply_sink>& sink);
+
+  /// The front answers a started request itself: the client left (499, nothing sent) or the hard
+  /// limit passed (504). Call only after claiming the sink. Stops the coordinator.
+  http_reply give_up(const started_request& started, bool client_gone,
+                     const std::string& request_id, steady_time arrived);
+
+  /// A request refused while it was parsed (400, 413, 414, 431): counted and logged, under its
+  /// route when its path was read, else under no_route.
+  http_reply refuse_unparsed(parse_refusal why, const request_head& head,
+                             const std::string& request_id, steady_time arrived);
+
+  /// Releases the admission of a started request once its answer is handed back.
+  void release() { stats_.inflight.fetch_sub(1, std::memory_order_relaxed); }
+
+private:
+  http_reply refuse(std::size_t route_index, http_reply reply, const std::string& request_id,
+                    steady_time arrived);
+  inbound_request inbound_of(const request_head& head,
+                             std::vector<std::pair<std::string, std::string>> captures,
+                             const std::string& request_id, steady_time arrived) const;
+
+  const config& cfg_;
+  gateway_stats& stats_;
+  caf::actor_system& system_;
+  section_runtime runtime_;
+};
+
+/// The X-Request-Id rule: the inbound id when it is [A-Za-z0-9._-]{1,64}, else a fresh one.
+std::string request_id_for(const request_head& head);
+
+/// "a=1&b=x%20y" -> {{"a","1"},{"b","x y"}} ('+' is a space, as browsers send forms).
+std::multimap<std::string, std::string> parse_query(std::string_view query);
+
+} // namespace gather

@@ -1,0 +1,44 @@
+// The event loops: `io_threads` Asio io_contexts, one thread each. Every inbound connection and
+// (later) every downstream socket lives on one of them; nothing else runs I/O.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <memory>
+#include <optional>
+#include <thread>
+#include <vector>
+
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+
+namespace gather {
+
+class io_loops {
+public:
+  explicit io_loops(std::size_t count);
+  ~io_loops(); ///< stop()
+  io_loops(const io_loops&) = delete;
+  io_loops& operator=(const io_loops&) = delete;
+
+  std::size_t size() const { return loops_.size(); }
+  boost::asio::io_context& loop(std::size_t i) { return *loops_[i]->context; }
+  /// The loops in turn: where the next connection goes.
+  boost::asio::io_context& next();
+
+  /// Starts one thread per loop. Throws std::runtime_error when the system refuses a thread.
+  void start();
+  /// Stops every loop (handlers not yet run are dropped) and joins the threads.
+  void stop();
+
+private:
+  struct one_loop {
+    std::unique_ptr<boost::asio::io_context> context;
+    std::optional<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> guard;
+    std::thread thread;
+  };
+  std::vector<std::unique_ptr<one_loop>> loops_;
+  std::atomic<std::size_t> turn_{0};
+};
+
+} // namespace gather
