@@ -175,13 +175,10 @@ caf::behavior batch_coordinator(caf::stateful_actor<batch_coordinator_state>* se
   st.started.resize(calls);
   st.transfers.assign(calls, 0);
   st.open = calls;
-  if (calls == 0) {
-    answer(self); // an empty batch: nothing to wait for, and no deadline message left behind
-  } else {
-    const auto left = std::chrono::duration_cast<millis>(st.deadline - clock::now());
-    self->delayed_send(self, std::max(millis{0}, left), deadline_atom::value);
-    fill_window(self);
-  }
+  if (calls == 0)
+    answer(self); // an empty batch: nothing to wait for
+  else
+    fill_window(self); // the deadline message comes from the front (see batch_job)
   return {
     [self](done_atom, std::size_t c, transfer_result& result) {
       attempt_ended(self, c, std::move(result));

@@ -115,20 +115,6 @@ std::optional<std::string> resolve(coordinator_state& st, const url_part& part) 
   return field ? scalar_text(*field) : std::nullopt;
 }
 
-/// The longest a worker can legitimately take: every attempt's timeout and backoff.
-millis worker_budget(const section_config& section, millis left) {
-  millis total{0};
-  double backoff = static_cast<double>(section.retry.backoff.count());
-  for (int attempt = 1; attempt <= section.retry.attempts; ++attempt) {
-    total += section.timeout;
-    if (attempt > 1) {
-      total += millis{static_cast<long long>(backoff)};
-      backoff *= section.retry.multiplier;
-    }
-  }
-  return std::min(total, left) + worker_reply_grace;
-}
-
 void on_outcome(coordinator_ptr self, std::size_t i, section_outcome outcome);
 
 void launch(coordinator_ptr self, std::size_t i) {
@@ -143,15 +129,16 @@ void launch(coordinator_ptr self, std::size_t i) {
                             std::move(call));
   st.phases[i] = phase::running;
   st.started[i] = clock::now();
-  auto left = std::chrono::duration_cast<millis>(st.deadline - clock::now());
-  self->request(worker, worker_budget(section, left), run_atom::value)
+  // No timeout on this request: the worker's attempts have exact timeouts of their own (curl's),
+  // and the deadline message bounds everything else. (A request timeout would be one more entry
+  // on CAF's clock thread per section: a thread wake-up each.)
+  self->request(worker, caf::infinite, run_atom::value)
     .then([self, i](section_outcome& outcome) { on_outcome(self, i, std::move(outcome)); },
           [self, i, worker](caf::error& err) {
-            // The worker did not answer within its budget (or vanished): stop it, call it a timeout.
+            // The worker vanished without an answer: stop it, call the section an error.
             self->send_exit(worker, caf::exit_reason::user_shutdown);
             section_outcome outcome;
-            outcome.status = err == caf::sec::request_timeout ? section_status::timeout
-                                                              : section_status::error;
+            outcome.status = section_status::error;
             outcome.attempts = self->state.outcomes[i].attempts;
             outcome.ms = ms_since(self->state.started[i]);
             outcome.detail = "worker: " + self->system().render(err);
@@ -232,9 +219,7 @@ caf::behavior coordinator(caf::stateful_actor<coordinator_state>* self,
   st.started.resize(n);
   st.parsed.resize(n);
   st.open = n;
-  self->delayed_send(self, std::max(millis{0}, std::chrono::duration_cast<millis>(st.deadline - clock::now())),
-                     deadline_atom::value);
-  advance(self);
+  advance(self); // the deadline message comes from the front (see aggregate_job)
   return {
     [self](attempt_atom, std::size_t i) { ++self->state.outcomes[i].attempts; },
     [self](deadline_atom) { on_deadline(self); },

@@ -57,7 +57,7 @@ struct gateway::impl {
   metrics counters{cfg};
   inflight_registry inflight;
   io_loops loops{cfg.io_threads};
-  downstream_client client;
+  downstream_client client{loops};
   caf::actor_system_config actor_cfg;
   caf::actor_system system;
   section_cache cache;

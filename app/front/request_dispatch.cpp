@@ -4,6 +4,7 @@
 
 #include <caf/all.hpp>
 
+#include "gather/atoms.hpp"
 #include "gather/batch_body.hpp"
 #include "gather/batch_coordinator.hpp"
 #include "gather/coordinator.hpp"
@@ -183,8 +184,9 @@ request_dispatch::serve(const request_head& head, std::string body, const std::s
     job->reply = sink;
     job->inbound = std::move(inbound);
     job->plan = plan_batch(std::move(parsed.items), *route.batch, job->inbound);
+    const auto deadline = arrived + route.batch->deadline;
     return started_request{system_.spawn(batch_coordinator, std::shared_ptr<const batch_job>(job)),
-                           route_index, arrived + route.batch->deadline + coordinator_grace};
+                           route_index, deadline, deadline + coordinator_grace};
   }
   auto job = std::make_shared<aggregate_job>();
   job->route = &route;
@@ -192,8 +194,13 @@ request_dispatch::serve(const request_head& head, std::string body, const std::s
   job->runtime = runtime_;
   job->reply = sink;
   job->inbound = std::move(inbound);
+  const auto deadline = arrived + route.deadline;
   return started_request{system_.spawn(coordinator, std::shared_ptr<const aggregate_job>(job)),
-                         route_index, arrived + route.deadline + coordinator_grace};
+                         route_index, deadline, deadline + coordinator_grace};
+}
+
+void request_dispatch::deadline_passed(const started_request& started) const {
+  caf::anon_send(started.coordinator, deadline_atom::value);
 }
 
 http_reply request_dispatch::give_up(const started_request& started, bool client_gone,

@@ -19,6 +19,7 @@
 namespace gather {
 
 /// Everything one batch request needs, handed over by the HTTP front with its body already parsed.
+/// As for aggregate_job, the front sends `deadline_atom` when the batch's deadline passes.
 struct batch_job {
   const route_config* route = nullptr; ///< a batch route: `route->batch` is set
   std::size_t route_index = 0;         ///< the route's position in the config

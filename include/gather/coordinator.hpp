@@ -18,7 +18,10 @@
 
 namespace gather {
 
-/// Everything one aggregate request needs, handed over by the HTTP front.
+/// Everything one aggregate request needs, handed over by the HTTP front. The front also owns the
+/// request's clock: it sends the coordinator `deadline_atom` when `inbound.arrived + route->deadline`
+/// passes, from the connection's timer on its event loop (CAF's clock thread would cost a thread
+/// wake-up per request, and the dead coordinator's memory would live until a delayed_send fired).
 struct aggregate_job {
   const route_config* route = nullptr;
   std::size_t route_index = 0;
@@ -43,11 +46,6 @@ struct coordinator_state {
   ~coordinator_state();
   static inline const char* name = "coordinator";
 };
-
-/// How much longer than a worker's own budget its coordinator waits for the worker's reply before
-/// calling the section `timeout`: the worker's per-attempt timeouts are exact (curl's), so this
-/// only covers message delivery and scheduling.
-constexpr millis worker_reply_grace{100};
 
 caf::behavior coordinator(caf::stateful_actor<coordinator_state>* self,
                           std::shared_ptr<const aggregate_job> job);

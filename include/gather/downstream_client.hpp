@@ -1,8 +1,8 @@
-// The downstream HTTP client: libcurl's multi interface driven by one dedicated I/O thread.
+// The downstream HTTP client: libcurl's multi_socket interface on the gateway's event loops.
 //
-// Nothing waits on a thread per call: thousands of transfers are in flight on the one I/O thread,
-// each with its own timeout. Submissions and cancellations go through a mutex-protected queue and
-// wake the loop with curl_multi_wakeup(). Completions run on the I/O thread and must be quick and
+// Nothing waits on a thread per call: thousands of transfers are in flight on the loops, each with
+// its own timeout, their sockets in the same epoll as the inbound connections. Submissions and
+// cancellations are posted to a loop. Completions run on that loop's thread and must be quick and
 // non-blocking (in Gather they only send an actor message).
 #pragma once
 
@@ -38,20 +38,26 @@ struct transfer_result {
   std::string detail; ///< curl's error text: for logs only, never for responses
 };
 
+class io_loops;
+
 class downstream_client {
 public:
   using completion = std::function<void(transfer_result&&)>;
 
+  /// On `loops`, which must run while transfers are submitted and be stopped before this is
+  /// destroyed.
+  explicit downstream_client(io_loops& loops);
+  /// On one event loop of its own (a load generator, a tool).
   downstream_client();
-  ~downstream_client(); ///< cancels whatever is in flight (no completions run) and joins the thread
+  ~downstream_client(); ///< abandons whatever is in flight (no completions run)
   downstream_client(const downstream_client&) = delete;
   downstream_client& operator=(const downstream_client&) = delete;
 
-  /// Starts a transfer; thread-safe. Returns its id (never 0). `done` runs exactly once on the I/O
+  /// Starts a transfer; thread-safe. Returns its id (never 0). `done` runs exactly once on a loop's
   /// thread, unless cancel() is called first.
   std::uint64_t submit(transfer_request request, completion done);
 
-  /// Cancels a transfer; thread-safe, idempotent, unknown ids are ignored. Once the I/O thread
+  /// Cancels a transfer; thread-safe, idempotent, unknown ids are ignored. Once the loop
   /// takes the cancellation the connection is closed and `done` never runs; a completion already
   /// under way may still run.
   void cancel(std::uint64_t id);
@@ -59,8 +65,8 @@ public:
   /// Transfers submitted and not yet completed or cancelled.
   std::size_t inflight() const;
 
-  /// Submissions and cancellations waiting for the I/O thread to take them: the depth of the
-  /// queue between the actors and the curl loop (it stays near 0 unless that thread falls behind).
+  /// Submissions and cancellations posted and not yet taken by their loop: the depth of the queue
+  /// between the actors and the event loops (near 0 unless a loop falls behind).
   std::size_t queued() const;
 
 private:

@@ -137,7 +137,7 @@ private:
   static constexpr bool is_tls = !std::is_same_v<Stream, boost::asio::ip::tcp::socket>;
   static constexpr std::size_t read_chunk = 16384;
   enum class phase { reading, waiting, writing, closing };
-  enum class why { none, handshake, idle, request, hard_limit, linger };
+  enum class why { none, handshake, idle, request, deadline, hard_limit, linger };
 
   // ---- reading a request ---------------------------------------------------------------------
 
@@ -230,7 +230,7 @@ private:
     started_ = std::move(std::get<started_request>(result));
     sink_ = std::move(sink);
     hold_ = this->shared_from_this(); // until the answer comes or the connection closes
-    set_deadline(started_->hard_limit, why::hard_limit);
+    set_deadline(started_->deadline, why::deadline);
     read(); // watches for a client that hangs up; reads ahead a pipelined request
   }
 
@@ -359,7 +359,7 @@ private:
 
   /// Writes without a phase deadline of their own (a 100 Continue while reading keeps `request`).
   void set_deadline_if_none() {
-    if (reason_ == why::hard_limit || reason_ == why::none)
+    if (reason_ == why::deadline || reason_ == why::hard_limit || reason_ == why::none)
       set_deadline(clock::now() + shared_.cfg.inbound.request_timeout, why::request);
   }
 
@@ -380,6 +380,10 @@ private:
       return wait_timer();
     }
     switch (reason_) {
+      case why::deadline: // the request's clock: the coordinator answers with what has arrived
+        if (started_)
+          shared_.dispatch.deadline_passed(*started_);
+        return set_deadline(started_ ? started_->hard_limit : clock::time_point::max(), why::hard_limit);
       case why::hard_limit:
         if (started_ && sink_ && sink_->claim()) {
           const auto reply = shared_.dispatch.give_up(*started_, false, request_id_, arrived_);

@@ -29,7 +29,8 @@ constexpr millis coordinator_grace{1000};
 struct started_request {
   caf::actor coordinator;
   std::size_t route = 0;
-  steady_time hard_limit; ///< the route's deadline plus coordinator_grace
+  steady_time deadline;   ///< when the front sends the coordinator deadline_atom
+  steady_time hard_limit; ///< the deadline plus coordinator_grace: the front answers 504 itself
 };
 
 class request_dispatch {
@@ -51,6 +52,9 @@ public:
   std::variant<http_reply, started_request> serve(const request_head& head, std::string body,
                                                   const std::string& request_id, steady_time arrived,
                                                   const std::shared_ptr<reply_sink>& sink);
+
+  /// The request's deadline has passed: tells its coordinator (deadline_atom).
+  void deadline_passed(const started_request& started) const;
 
   /// The front answers a started request itself: the client left (499, nothing sent) or the hard
   /// limit passed (504). Call only after claiming the sink. Stops the coordinator.
