@@ -5,7 +5,8 @@
 #
 # Environment: GATHER_BIN (default build-bench/gather, else build/gather), DURATION (wrk seconds,
 # default 10), NGINX_PORT (default 18931), WRK_THREADS (default 2), PERF_OUT (if set: `perf record
-# -g` of the gateway during each measured run, to PERF_OUT.<scenario>), CLUSTER_NODES (default "0 1 2").
+# -g` of the gateway during each measured run, to PERF_OUT.<scenario>), CLUSTER_NODES (default "0 1 2"),
+# GATHER_TOP (a JSON object merged into every config's top level, e.g. '{"io_threads": 2}').
 # Needs: nginx-light libnginx-mod-http-echo wrk (apt-get install -y nginx-light
 # libnginx-mod-http-echo wrk), python3, curl.
 #
@@ -61,11 +62,12 @@ PY
 # gateway config: gen_config FILE MAX_INFLIGHT ROUTE_JSON...
 gen_config() {
   local file=$1 inflight=$2; shift 2
-  python3 - "$file" "$inflight" "$NPORT" "$@" <<'PY'
-import json, sys
+  GATHER_TOP=${GATHER_TOP:-} python3 - "$file" "$inflight" "$NPORT" "$@" <<'PY'
+import json, os, sys
 file, inflight, port = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 routes = [json.loads(r.replace("@D@", "http://127.0.0.1:" + port)) for r in sys.argv[4:]]
 cfg = {"listen": "127.0.0.1:0", "max_inflight": inflight, "routes": routes}
+cfg.update(json.loads(os.environ.get("GATHER_TOP") or "{}"))
 json.dump(cfg, open(file, "w"), indent=1)
 PY
 }
