@@ -1,14 +1,14 @@
 // The batch coordinator: one actor per inbound batch request, from its first item call to its answer.
 //
-//          HTTP handler thread (body parsed, items planned into distinct calls)
-//                 |  spawn(job)                               ^ deliver(reply) via reply_channel
-//                 v                                           |
-//   +-------------------------+  deadline_atom (delayed, to itself)
-//   |    batch coordinator    |<--------------------------------+
-//   +-------------------------+  retry_atom(c) (delayed, to itself: call c's backoff)
+//   HTTP front (body parsed, items planned into distinct calls)
+//          |  spawn(job)     deadline_atom (the connection's timer)   ^ reply_sink.deliver(reply)
+//          v                                                          |
+//   +-------------------------+<--------------------------------------+
+//   |    batch coordinator    |  retry_atom(c) (delayed, to itself: call c's backoff)
+//   +-------------------------+
 //      | submit(url of call c)           ^ done_atom(c, transfer_result)
 //      v                                 |
-//   downstream_client (curl multi, one I/O thread; at most `concurrency` calls of this batch)
+//   downstream_client (curl multi on the event loops; at most `concurrency` calls of this batch)
 //
 // Life: start the first `concurrency` calls; whenever a call ends (ok, or failed with no retry
 // allowed) start the next waiting one, so the window slides and never waits for a whole chunk;
@@ -77,7 +77,7 @@ void start_attempt(batch_ptr self, std::size_t c) {
   auto me = caf::actor_cast<caf::actor>(self);
   auto answered = st.answered;
   auto* stats = runtime.stats;
-  // Runs on the curl I/O thread: count or forward, nothing else.
+  // Runs on an event loop's thread: count or forward, nothing else.
   st.transfers[c] = runtime.client->submit(
     std::move(request), [me, c, answered, stats](transfer_result&& r) {
       if (answered->load())

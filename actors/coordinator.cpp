@@ -1,23 +1,25 @@
 // The coordinator: one actor per inbound aggregate request, from fan-out to answer.
 //
-//          HTTP handler thread
-//                 |  spawn(job)                               ^ deliver(reply) via reply_channel
-//                 v                                           |
-//   +-------------------------+  deadline_atom (delayed, to itself)
-//   |       coordinator       |<--------------------------------+
-//   +-------------------------+                                 |
-//      | spawn + request(run, budget)   ^ attempt(i) / section_outcome (a `then`, never `await`)
+//   HTTP front (a connection on an event loop; it waits for nothing, it holds a pending read)
+//          |  spawn(job)          deadline_atom          ^ reply_sink.deliver(reply): posted to
+//          v                      (the connection's      |   the connection's loop, never waited on
+//   +-------------------------+    timer, at the         |
+//   |       coordinator       |<---route's deadline)-----+
+//   +-------------------------+
+//      | spawn + request(run)           ^ attempt(i) / section_outcome (a `then`, never `await`)
 //      v                                |
 //   worker[base]  worker[price]  ...  worker[coupon]  (spawned once their dependencies ended ok)
 //
-// Life: spawn the workers of every section that depends on nothing and send itself the deadline;
-// on each outcome start the sections it unblocked (or mark them `skipped`); answer as soon as every
-// section has ended, a required section has failed, or the deadline passes (still-running sections
-// become `timeout`, waiting ones `skipped`); then quit. Workers monitor the coordinator, so its exit
+// Life: spawn the workers of every section that depends on nothing; on each outcome start the
+// sections it unblocked (or mark them `skipped`); answer as soon as every section has ended, a
+// required section has failed, or the deadline message comes (still-running sections become
+// `timeout`, waiting ones `skipped`); then quit. Workers monitor the coordinator, so its exit
 // cancels their downstream calls; a reply arriving later lands on a dead mailbox.
 //
 // Why `then` and not `await`: in CAF 0.17 an `await` holds back every other message, the deadline
-// included, until its reply comes (docs/actors.md).
+// included, until its reply comes (docs/actors.md). Why the deadline comes from the front: the
+// connection's timer is on an event loop that is awake anyway, where CAF's delayed_send is an entry
+// on its clock thread, a thread wake-up per request (docs/performance.md).
 #include "gather/coordinator.hpp"
 
 #include <caf/all.hpp>

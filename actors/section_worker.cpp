@@ -2,7 +2,7 @@
 //
 //   coordinator --run--------------> worker --lookup--> section_cache   (cached sections only:
 //                                           <--hit | lead | joined(outcome)--  see section_cache.hpp)
-//                                    worker --submit--> downstream_client (curl I/O thread)
+//                                    worker --submit--> downstream_client (curl on the event loops)
 //   coordinator <--attempt(i)------- worker <--done---- downstream_client
 //                                    worker --retry---> worker (a delayed message: the backoff)
 //                                    worker --store---> section_cache   (a flight's leader)
@@ -108,7 +108,7 @@ void start_attempt(worker_ptr self) {
   auto me = caf::actor_cast<caf::actor>(self);
   auto answered = st.call.answered;
   auto* stats = st.runtime.stats;
-  // Runs on the curl I/O thread: count or forward, nothing else.
+  // Runs on an event loop's thread: count or forward, nothing else.
   st.transfer = st.runtime.client->submit(std::move(request), [me, answered, stats](transfer_result&& r) {
     if (answered->load())
       stats->late_replies.fetch_add(1, std::memory_order_relaxed);
