@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <iostream>
 #include <pthread.h>
+#include <sys/resource.h>
 
 #include <CLI/CLI.hpp>
 
@@ -42,8 +43,24 @@ int report_problems(const gather::config_result& result) {
   return exit_invalid_config;
 }
 
+/// Every connection and downstream socket is a descriptor: take all the system allows (the soft
+/// limit is often 1024, far below max_connections), and say so when even that is too few.
+void raise_descriptor_limit(const gather::config& cfg) {
+  rlimit limit{};
+  if (getrlimit(RLIMIT_NOFILE, &limit) != 0)
+    return;
+  limit.rlim_cur = limit.rlim_max;
+  setrlimit(RLIMIT_NOFILE, &limit);
+  getrlimit(RLIMIT_NOFILE, &limit);
+  if (limit.rlim_cur != RLIM_INFINITY && limit.rlim_cur < cfg.inbound.max_connections + 1024)
+    std::cerr << "gather: warning: the descriptor limit (" << limit.rlim_cur
+              << ") is below max_connections + 1024 (" << cfg.inbound.max_connections + 1024
+              << "): connections beyond it wait in the accept queue\n";
+}
+
 /// Serves until SIGINT/SIGTERM, then drains: requests in flight finish (each by its deadline).
 int serve(gather::config cfg, const std::string& listen, const std::string& banner = {}) {
+  raise_descriptor_limit(cfg);
   try {
     gather::gateway gw{std::move(cfg)};
     int port = gw.start(listen);

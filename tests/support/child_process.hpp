@@ -26,6 +26,8 @@ public:
   bool wait_for_stderr(const std::string& needle,
                        std::chrono::milliseconds limit = std::chrono::seconds(10));
   void signal(int sig);
+  /// The child's process id (for /proc/<pid>/: its threads, its memory).
+  pid_t pid() const { return pid_; }
   /// Waits for the exit; the exit code, or nullopt if it did not exit within `limit` (or died by a signal).
   std::optional<int> wait_exit(std::chrono::milliseconds limit = std::chrono::seconds(10));
   /// Everything the child wrote to stdout / stderr (only after wait_exit returned its exit code).
