@@ -207,6 +207,16 @@ private:
     const int fd = ::socket(address->family, address->socktype | SOCK_CLOEXEC, address->protocol);
     if (fd < 0)
       return CURL_SOCKET_BAD;
+    // curl 7.88 closes some sockets it opened here without calling on_close_socket (seen for
+    // connects that time out: CURL_POLL_REMOVE, then a plain close). An entry still under this
+    // number is such a socket's: released before the new socket registers (its epoll entry went
+    // with the old socket), not left in place, where the new entry's descriptor, failing to be
+    // stored, would close the new socket under curl.
+    if (auto stale = self.sockets_.find(fd); stale != self.sockets_.end()) {
+      stale->second->wanted = 0;
+      stale->second->descriptor.release();
+      self.sockets_.erase(stale);
+    }
     auto watched = std::make_shared<watched_socket>(self.loop_);
     boost::system::error_code ec;
     watched->descriptor.assign(fd, ec);

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <filesystem>
 #include <future>
+#include <map>
 #include <mutex>
 #include <set>
 #include <thread>
@@ -324,4 +325,44 @@ TEST_CASE("sequential transfers reuse a keep-alive connection", "[client]") {
   std::lock_guard<std::mutex> lock(mutex);
   INFO("connections used: " << client_ports.size());
   CHECK(client_ports.size() <= 3);
+}
+
+TEST_CASE("sockets curl closes on its own after a connect timeout never close a later transfer's socket", "[client]") {
+  // curl 7.88 closes some sockets that time out while connecting without calling
+  // CLOSESOCKETFUNCTION. The client's entry for such a number used to stay behind; when the
+  // number came back for a new socket, the new socket was closed at once and its transfer
+  // failed ("Couldn't connect to server" after 0 ms) though its server was up.
+  int hole_port = 0;
+  const int hole = gather::test::listen_on_loopback(1, hole_port); // never accepts: connects hang
+  test_server healthy;
+  healthy.get("/ok", [](const httplib::Request&, httplib::Response& res) {
+    res.set_content("{}", "application/json");
+  });
+  healthy.start();
+  downstream_client client;
+  std::atomic<int> done{0}, ok{0};
+  std::mutex mutex;
+  std::map<std::string, int> failures;
+  int submitted = 0, healthy_sent = 0;
+  for (int round = 0; round < 10; ++round) {
+    for (int i = 0; i < 100; ++i, ++submitted)
+      client.submit(request_for("http://127.0.0.1:" + std::to_string(hole_port) + "/x", 100ms),
+                    [&](transfer_result&&) { ++done; });
+    for (int i = 0; i < 50; ++i, ++submitted, ++healthy_sent) // within the server's 64 threads
+      client.submit(request_for(healthy.base_url() + "/ok"), [&](transfer_result&& r) {
+        if (r.http_status == 200) {
+          ++ok;
+        } else {
+          std::lock_guard<std::mutex> lock{mutex};
+          ++failures[r.detail];
+        }
+        ++done;
+      });
+    REQUIRE(eventually([&] { return done.load() == submitted; }, 10s));
+  }
+  for (const auto& [detail, n] : failures)
+    UNSCOPED_INFO(n << " x " << detail);
+  CHECK(ok.load() == healthy_sent);
+  CHECK(client.inflight() == 0);
+  ::close(hole);
 }
