@@ -1066,12 +1066,11 @@ config read_config(const json& document, problem_list& problems) {
   const object_reader top(document, "", problems);
   top.reject_unknown_keys(
       {"listen", "max_inflight", "max_body_bytes", "max_response_bytes", "cache_max_entries",
-       "cache_max_bytes", "routes", "cluster", "io_threads", "actor_threads", "max_connections",
+       "cache_max_bytes", "routes", "cluster", "io_threads", "max_connections",
        "max_request_line_bytes", "max_header_bytes", "max_headers", "request_timeout_ms",
        "keep_alive_idle_ms", "tls", "$schema"});
   read_listen(top, out.listen);
   top.read_integer("io_threads", 1, 64, out.io_threads);
-  top.read_integer("actor_threads", 1, 64, out.actor_threads);
   read_inbound_limits(top, out.inbound);
   if (const auto tls = top.read_object("tls")) {
     tls->reject_unknown_keys({"cert_file", "key_file"});

@@ -10,6 +10,7 @@
 #include "gather/front/http_server.hpp"
 #include "gather/front/request_dispatch.hpp"
 #include "gather/io_loops.hpp"
+#include "gather/loop_scheduler.hpp"
 #include "gather/inflight_registry.hpp"
 #include "gather/metrics.hpp"
 #include "gather/section_cache.hpp"
@@ -19,18 +20,11 @@ namespace gather {
 
 namespace {
 
-caf::actor_system_config& actor_config(caf::actor_system_config& cfg, const config& gateway_cfg) {
+caf::actor_system_config& actor_config(caf::actor_system_config& cfg, const config& gateway_cfg,
+                                       io_loops& loops) {
   register_message_types(cfg);
-  // CAF's default work-stealing scheduler, once a worker's queue is empty, spins 100 polls, then
-  // polls 500 times with a 50 us sleep in between, then waits on a condition variable. A gateway's
-  // actors mostly wait on the network, so workers live in that middle phase: thousands of wake-ups a
-  // second for nothing. Skipping it (moderate-poll-attempts 0) measured best in bench/run.sh: vs the
-  // sharing scheduler (one mutex-guarded queue; itself equal to or better than the default), 15-25%
-  // less CPU per request and 24-38% more throughput at S0, the lowest CPU and p99 at S1
-  // (docs/performance.md). Fixed here, not a config knob.
-  cfg.set("scheduler.policy", caf::atom("stealing"));
-  cfg.set("work-stealing.moderate-poll-attempts", size_t{0});
-  cfg.set("scheduler.max-threads", gateway_cfg.actor_threads);
+  // The actors run on the event loops (loop_scheduler.hpp says why): no CAF worker threads.
+  loop_scheduler::install(cfg, loops);
   if (gateway_cfg.cluster) {
     cfg.load<caf::io::middleman>();
     enable_failure_detection(cfg);
@@ -46,11 +40,23 @@ std::unique_ptr<cluster> cluster_of(caf::actor_system& system, const config& cfg
 
 } // namespace
 
+/// Stops the loops when destroyed: placed between the client and the actor system, so the loops
+/// run until the last actor is gone (actors run on them) and stop before the client is torn down.
+struct loops_stopper {
+  io_loops& loops;
+  ~loops_stopper() { loops.stop(); }
+};
+
+/// The loops start before the actor system is made: CAF starts its utility actors at once.
+io_loops& started(io_loops& loops) {
+  loops.start();
+  return loops;
+}
+
 // Members are destroyed bottom-up: the server first (no new requests, in-flight ones answered),
 // then the cluster links (their threads hold scoped actors), then the actor system (waits for the
-// last workers, whose destructors cancel transfers on the still-running client), then the client,
-// and the event loops last: a coordinator that answers late posts into a stopped loop, never a
-// destroyed one.
+// last workers, whose destructors cancel transfers on the still-running loops), then the loops
+// stop, then the client goes.
 struct gateway::impl {
   config cfg;
   gateway_stats stats;
@@ -58,6 +64,7 @@ struct gateway::impl {
   inflight_registry inflight;
   io_loops loops{cfg.io_threads};
   downstream_client client{loops};
+  loops_stopper stopper;
   caf::actor_system_config actor_cfg;
   caf::actor_system system;
   section_cache cache;
@@ -67,7 +74,8 @@ struct gateway::impl {
 
   explicit impl(config c)
     : cfg(std::move(c)),
-      system(actor_config(actor_cfg, cfg)),
+      stopper{started(loops)},
+      system(actor_config(actor_cfg, cfg, loops)),
       cache(system, cache_limits{cfg.cache_max_entries, cfg.cache_max_bytes}),
       nodes(cluster_of(system, cfg)),
       dispatch(cfg, stats, system,
@@ -88,13 +96,11 @@ int gateway::start(const std::string& listen) {
   auto address = split_host_port(listen.empty() ? impl_->cfg.listen : listen);
   if (!address)
     throw std::runtime_error("invalid listen address: " + listen);
-  impl_->loops.start();
   return impl_->server.start(address->first, address->second);
 }
 
 void gateway::stop() {
   impl_->server.stop();
-  impl_->loops.stop();
 }
 
 const config& gateway::cfg() const {

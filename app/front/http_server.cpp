@@ -1,7 +1,6 @@
 #include "gather/front/http_server.hpp"
 
 #include <condition_variable>
-#include <future>
 #include <mutex>
 #include <stdexcept>
 #include <unordered_set>
@@ -110,16 +109,15 @@ struct http_server::impl {
     }
   }
 
-  /// Runs `what` on every open connection of every loop, on its loop.
+  /// Runs `what` on every open connection of every loop, on its loop; returns once done.
   template <class F>
   void each_connection(F what) {
-    for (std::size_t i = 0; i < loops.size(); ++i)
-      asio::post(loops.loop(i), [this, i, what] {
-        const std::vector<connection_base*> now(open[i].begin(), open[i].end());
-        for (auto* conn : now)
-          if (open[i].count(conn))
-            what(*conn);
-      });
+    loops.run_on_each([this, &what](std::size_t i) {
+      const std::vector<connection_base*> now(open[i].begin(), open[i].end());
+      for (auto* conn : now)
+        if (open[i].count(conn))
+          what(*conn);
+    });
   }
 
   /// The longest a request may take: the front gives up on every request by then.
@@ -175,24 +173,24 @@ void http_server::stop() {
     return;
   im.stopped = true;
   im.shared.draining.store(true);
-  std::promise<void> closed_acceptor;
-  asio::post(im.loops.loop(0), [&im, &closed_acceptor] {
+  im.loops.run_on_each([&im](std::size_t i) {
+    if (i != 0)
+      return;
     boost::system::error_code ignored;
     im.acceptor->close(ignored);
     im.retry_timer->cancel();
-    closed_acceptor.set_value();
   });
-  closed_acceptor.get_future().wait();
   im.each_connection([](connection_base& conn) { conn.drain(); });
-  std::unique_lock<std::mutex> lock(im.mutex);
-  const auto limit = std::chrono::steady_clock::now() + im.longest_hard_limit() + linger_limit;
-  const auto none_open = [&im] { return im.shared.stats.connections.load() == 0; };
-  if (!im.all_closed.wait_until(lock, limit, none_open)) {
-    lock.unlock();
-    im.each_connection([](connection_base& conn) { conn.force_close(); });
-    lock.lock();
-    im.all_closed.wait_for(lock, linger_limit, none_open);
+  {
+    std::unique_lock<std::mutex> lock(im.mutex);
+    const auto limit = std::chrono::steady_clock::now() + im.longest_hard_limit() + linger_limit;
+    im.all_closed.wait_until(lock, limit, [&im] { return im.shared.stats.connections.load() == 0; });
   }
+  im.each_connection([](connection_base& conn) { conn.force_close(); });
+  // The loops run on after the server is gone (the actors live on them): let every handler that
+  // still names the server (the acceptor's last, connections just accepted) run first.
+  im.loops.run_on_each([](std::size_t) {});
+  im.loops.run_on_each([](std::size_t) {});
 }
 
 } // namespace gather

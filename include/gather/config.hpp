@@ -122,10 +122,8 @@ struct inbound_limits {
 
 struct config {
   std::string listen = "127.0.0.1:8080";
-  /// Threads that run every connection's and every downstream call's I/O, one event loop each.
+  /// Threads that run every connection, every downstream call and every actor: one event loop each.
   std::size_t io_threads = 1;
-  /// CAF scheduler threads, which run the coordinator and worker actors.
-  std::size_t actor_threads = 2;
   inbound_limits inbound;
   std::optional<tls_config> tls;
   std::size_t max_inflight = 1024;

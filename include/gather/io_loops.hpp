@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <thread>
@@ -25,6 +26,12 @@ public:
   boost::asio::io_context& loop(std::size_t i) { return *loops_[i]->context; }
   /// The loops in turn: where the next connection goes.
   boost::asio::io_context& next();
+  /// The index of the loop the calling thread runs, when it runs one of these loops.
+  std::optional<std::size_t> current() const;
+
+  /// Runs `what(i)` on every loop i and returns once each has run it (and whatever those loops had
+  /// queued before it). Never call it from a loop's own thread.
+  void run_on_each(const std::function<void(std::size_t)>& what);
 
   /// Starts one thread per loop. Throws std::runtime_error when the system refuses a thread.
   void start();
