@@ -59,9 +59,9 @@ http_reply debug_actors(const ops_sources& src) {
   for (const auto& view : node_views(src))
     nodes.push_back({{"node", view.address}, {"up", view.up}, {"inflight", view.inflight},
                      {"work", view.work}});
-  // The long-lived actors' mailboxes: the cache shards. (The cluster's links are threads, and the
-  // curl loop is a thread fed by a queue: its depth is downstream_queue.) Peak and depth are read
-  // apart, so a peak can trail a depth read a moment later.
+  // The long-lived actors' mailboxes: the cache shards. (The cluster's links are threads; what is
+  // posted to the event loops for curl and not yet taken is downstream_queue.) Peak and depth are
+  // read apart, so a peak can trail a depth read a moment later.
   auto mailboxes = nlohmann::json::array();
   for (std::size_t i = 0; i < src.cache.mailboxes().size(); ++i) {
     const auto& gauge = *src.cache.mailboxes()[i];

@@ -1,6 +1,6 @@
-// Hostile inbound traffic against a real in-process gateway over raw sockets: what cpp-httplib
-// 0.11.4 (Debian's shared build) and Gather do with slow, oversized, malformed, pipelined and
-// vanishing clients. The figures behind these tests are in docs/security.md.
+// Hostile inbound traffic against a real in-process gateway over raw sockets: what Gather's
+// event-driven front does with slow, oversized, malformed, pipelined, smuggling and vanishing
+// clients. The limits behind these tests are in docs/security.md.
 #include <catch2/catch.hpp>
 
 #include <atomic>
@@ -176,7 +176,7 @@ TEST_CASE("a request line over 8 KiB gets 414 JSON with a fresh X-Request-Id", "
   check_json_response(*r);
   CHECK(json::parse(r->body)["error"] == "uri_too_long");
   CHECK(r->header("x-request-id") != "first-request-on-this-thread");
-  // Counted (and logged) like any refusal, though httplib refused it before Gather saw a path.
+  // Counted (and logged) like any refusal, under no_route: its path was never read as one.
   CHECK(gw.get("/metrics")->body.find("gather_requests_total{route=\"no_route\",code=\"414\"} 1\n") !=
         std::string::npos);
   check_still_serving(gw);
@@ -356,8 +356,8 @@ TEST_CASE("a client that disconnects mid-request leaves nothing behind", "[hosti
 }
 
 TEST_CASE("a body on a GET is ignored and the connection closed: it never becomes a request", "[hostile]") {
-  // httplib does not read a GET's body; left on a kept-alive connection, its bytes would be parsed
-  // as the next request (a body smuggling a request past a proxy that forwarded one).
+  // A GET's body is never read; left on a kept-alive connection, its bytes would be parsed as the
+  // next request (a body smuggling a request past a proxy that forwarded one).
   echo_downstream down;
   running_gateway gw{hostile_config(down.server.base_url())};
   const std::string smuggled = get_request("/debug/actors", "X-Request-Id: smuggled\r\n");
@@ -381,6 +381,24 @@ TEST_CASE("a body on a GET is ignored and the connection closed: it never become
   check_json_response(*r);
   CHECK_FALSE(conn.read_response(milliseconds{1500})); // no answer to the body
   CHECK(conn.wait_closed(milliseconds{1000}));
+}
+
+TEST_CASE("a Transfer-Encoding that does not end in chunked is a 400 and a close, never two requests", "[hostile]") {
+  echo_downstream down;
+  running_gateway gw{hostile_config(down.server.base_url())};
+  const std::string coding = GENERATE(as<std::string>{}, "gzip", "xchunked", "identity", "chunked, gzip");
+  INFO("Transfer-Encoding: " << coding);
+  raw_connection conn{gw.port()};
+  REQUIRE(conn.send("GET /p HTTP/1.1\r\nHost: gw\r\nTransfer-Encoding: " + coding + "\r\n\r\n" +
+                    get_request("/debug/actors", "X-Request-Id: smuggled\r\n")));
+  if (auto r = conn.read_response()) {
+    CHECK(r->status == 400);
+    check_json_response(*r);
+    CHECK(r->header("x-request-id") != "smuggled");
+  }
+  CHECK_FALSE(conn.read_response(milliseconds{500})); // the smuggled request is never answered
+  CHECK(conn.wait_closed(milliseconds{2000}));
+  CHECK(down.server.calls() == 0);
 }
 
 TEST_CASE("a chunked body over max_body_bytes gets 413 JSON with X-Request-Id", "[hostile]") {

@@ -23,6 +23,8 @@ using tcp = asio::ip::tcp;
 /// After accept() fails for want of descriptors (EMFILE, ENFILE), wait this long before the next
 /// try instead of spinning on a full table.
 constexpr std::chrono::milliseconds accept_retry{50};
+/// And say so in the log at most this often.
+constexpr std::chrono::seconds accept_log_interval{1};
 
 } // namespace
 
@@ -33,6 +35,7 @@ struct http_server::impl {
   std::unique_ptr<asio::ssl::context> tls;
   std::unique_ptr<tcp::acceptor> acceptor;
   std::unique_ptr<asio::steady_timer> retry_timer;
+  std::chrono::steady_clock::time_point last_accept_log{};
   /// The open connections of each loop, touched only on that loop's thread.
   std::vector<std::unordered_set<connection_base*>> open;
 
@@ -58,7 +61,11 @@ struct http_server::impl {
         return;
       if (ec) {
         if (ec == asio::error::no_descriptors || ec.value() == ENFILE) {
-          write_log_line(R"({"event":"accept_failed","detail":"out of file descriptors"})");
+          const auto now = std::chrono::steady_clock::now();
+          if (now - last_accept_log >= accept_log_interval) { // one line a second, not twenty
+            last_accept_log = now;
+            write_log_line(R"({"event":"accept_failed","detail":"out of file descriptors"})");
+          }
           retry_timer->expires_after(accept_retry);
           retry_timer->async_wait([this](const boost::system::error_code& wait_ec) {
             if (!wait_ec)

@@ -162,10 +162,7 @@ request_dispatch::serve(const request_head& head, std::string body, const std::s
   const auto& route = cfg_.routes[route_index];
   if (stats_.inflight.fetch_add(1, std::memory_order_relaxed) >= static_cast<std::int64_t>(cfg_.max_inflight)) {
     release();
-    stats_.overloaded.fetch_add(1, std::memory_order_relaxed);
-    auto reply = error_reply(503, "overloaded", request_id);
-    reply.headers.emplace_back("Retry-After", "1");
-    return refuse(route_index, std::move(reply), request_id, arrived);
+    return refuse_overloaded(head, request_id, arrived);
   }
   auto inbound = inbound_of(head, std::move(match->captures), request_id, arrived);
   if (route.batch) {
@@ -201,6 +198,15 @@ request_dispatch::serve(const request_head& head, std::string body, const std::s
 
 void request_dispatch::deadline_passed(const started_request& started) const {
   caf::anon_send(started.coordinator, deadline_atom::value);
+}
+
+http_reply request_dispatch::refuse_overloaded(const request_head& head, const std::string& request_id,
+                                               steady_time arrived) {
+  stats_.overloaded.fetch_add(1, std::memory_order_relaxed);
+  auto match = match_route(cfg_.routes, head.path());
+  auto reply = error_reply(503, "overloaded", request_id);
+  reply.headers.emplace_back("Retry-After", "1");
+  return refuse(match ? match->route : cfg_.routes.size(), std::move(reply), request_id, arrived);
 }
 
 http_reply request_dispatch::give_up(const started_request& started, bool client_gone,

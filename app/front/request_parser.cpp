@@ -80,6 +80,13 @@ void request_parser::on_field_impl(http::field, boost::beast::string_view name,
   head_.headers.emplace_back(lower(name), std::string(value.data(), value.size()));
 }
 
+void request_parser::on_header_impl(boost::beast::error_code& ec) {
+  // A Transfer-Encoding whose last coding is not chunked leaves the body's end unknown: RFC 9112
+  // §6.3 says 400 and close (read as "no body", its bytes would become the next request).
+  if (head_.has_header("transfer-encoding") && !chunked())
+    refuse(parse_refusal::bad_request, ec);
+}
+
 void request_parser::on_body_init_impl(const boost::optional<std::uint64_t>& content_length,
                                        boost::beast::error_code&) {
   if (content_length && *content_length <= max_body_bytes_)

@@ -190,8 +190,11 @@ private:
     keep_alive_ = parser_->keep_alive();
     const bool body_follows = !parser_->is_done();
     if (body_follows && shared_.dispatch.reads_body(head, request_id_)) {
-      if (shared_.dispatch.overloaded())
-        return answer_without_body();
+      if (shared_.dispatch.overloaded()) { // refused on the head: the body stays unread
+        close_after_ = true;
+        answer_now(shared_.dispatch.refuse_overloaded(head, request_id_, clock::now()));
+        return false;
+      }
       if (boost::beast::iequals(head.header("expect"), "100-continue"))
         queue_write(continue_bytes, false);
       return true;
@@ -211,11 +214,17 @@ private:
     const auto why = parser_->refusal_for(ec);
     auto& head = parser_->head();
     request_id_ = head.target.empty() ? request_id_for(request_head{}) : request_id_for(head);
-    arrived_ = clock::now();
     keep_alive_ = false;
     close_after_ = true;
+    answer_now(shared_.dispatch.refuse_unparsed(why, head, request_id_, clock::now()));
+  }
+
+  /// An answer made without a coordinator, in the request's HTTP version.
+  void answer_now(const http_reply& reply) {
+    arrived_ = clock::now();
     state_ = phase::waiting;
-    send_answer(shared_.dispatch.refuse_unparsed(why, head, request_id_, arrived_));
+    version_ = parser_->head().target.empty() ? 11 : parser_->head().version;
+    send_answer(reply);
   }
 
   void serve(std::string body) {

@@ -46,6 +46,9 @@ public:
   bool reads_body(const request_head& head, const std::string& request_id) const;
   /// True when a new aggregation would be refused with 503 right now.
   bool overloaded() const;
+  /// The 503 for a request refused on its head because the gateway is full (counted and logged).
+  http_reply refuse_overloaded(const request_head& head, const std::string& request_id,
+                               steady_time arrived);
 
   /// Serves a complete request: either the answer at once (counted and logged) or a started
   /// coordinator that will deliver to `sink`.

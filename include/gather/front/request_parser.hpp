@@ -50,7 +50,7 @@ private:
   void on_response_impl(int, boost::beast::string_view, int, boost::beast::error_code&) override {}
   void on_field_impl(boost::beast::http::field, boost::beast::string_view name,
                      boost::beast::string_view value, boost::beast::error_code& ec) override;
-  void on_header_impl(boost::beast::error_code&) override {}
+  void on_header_impl(boost::beast::error_code& ec) override;
   void on_body_init_impl(const boost::optional<std::uint64_t>& content_length,
                          boost::beast::error_code& ec) override;
   std::size_t on_body_impl(boost::beast::string_view body, boost::beast::error_code& ec) override;
