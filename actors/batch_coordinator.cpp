@@ -21,18 +21,18 @@
 // one mailbox, not 1000 actors. What a call shares with a section (classification, the retry rule)
 // lives in downstream_answer.hpp and retry_rule.hpp. Every message is a plain send: nothing here
 // ever waits for a reply, so the deadline always runs on time.
-#include "gather/batch_coordinator.hpp"
+#include "gather/actors/batch_coordinator.hpp"
 
 #include <caf/all.hpp>
 
-#include "gather/atoms.hpp"
-#include "gather/batch_response.hpp"
-#include "gather/downstream_answer.hpp"
-#include "gather/downstream_request.hpp"
-#include "gather/messages.hpp"
-#include "gather/metrics.hpp"
-#include "gather/request_log.hpp"
-#include "gather/retry_rule.hpp"
+#include "gather/values/atoms.hpp"
+#include "gather/answer/batch_response.hpp"
+#include "gather/downstream/downstream_answer.hpp"
+#include "gather/downstream/downstream_request.hpp"
+#include "gather/values/messages.hpp"
+#include "gather/ops/metrics.hpp"
+#include "gather/ops/request_log.hpp"
+#include "gather/downstream/retry_rule.hpp"
 
 namespace gather {
 

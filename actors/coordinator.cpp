@@ -20,17 +20,17 @@
 // included, until its reply comes (docs/actors.md). Why the deadline comes from the front: the
 // connection's timer is on an event loop that is awake anyway, where CAF's delayed_send is an entry
 // on its clock thread, a thread wake-up per request (docs/performance.md).
-#include "gather/coordinator.hpp"
+#include "gather/actors/coordinator.hpp"
 
 #include <caf/all.hpp>
 
-#include "gather/aggregate_response.hpp"
-#include "gather/atoms.hpp"
-#include "gather/downstream_request.hpp"
-#include "gather/messages.hpp"
-#include "gather/metrics.hpp"
-#include "gather/request_log.hpp"
-#include "gather/url_template.hpp"
+#include "gather/answer/aggregate_response.hpp"
+#include "gather/values/atoms.hpp"
+#include "gather/downstream/downstream_request.hpp"
+#include "gather/values/messages.hpp"
+#include "gather/ops/metrics.hpp"
+#include "gather/ops/request_log.hpp"
+#include "gather/config/url_template.hpp"
 
 namespace gather {
 

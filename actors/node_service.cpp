@@ -7,11 +7,11 @@
 //                                           gateway worker goes, the call is cancelled)
 #include <caf/all.hpp>
 
-#include "gather/atoms.hpp"
-#include "gather/cluster.hpp"
-#include "gather/messages.hpp"
-#include "gather/section_worker.hpp"
-#include "gather/worker_node.hpp"
+#include "gather/values/atoms.hpp"
+#include "gather/cluster/cluster.hpp"
+#include "gather/values/messages.hpp"
+#include "gather/actors/section_worker.hpp"
+#include "gather/cluster/worker_node.hpp"
 
 namespace gather {
 

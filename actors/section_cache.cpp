@@ -1,5 +1,5 @@
 // The section cache actor: one shard of keys, its LRU entries and its flights (see the header).
-#include "gather/section_cache.hpp"
+#include "gather/actors/section_cache.hpp"
 
 #include <functional>
 #include <list>
@@ -7,7 +7,7 @@
 
 #include <caf/all.hpp>
 
-#include "gather/atoms.hpp"
+#include "gather/values/atoms.hpp"
 
 namespace gather {
 

@@ -15,17 +15,17 @@
 // sleeping thread. A retry starts only if its backoff plus its whole timeout fit before the
 // request's deadline. If the coordinator goes first (deadline passed, client gone), the down message
 // ends the worker, and its state's destructor cancels the transfer, closing the downstream connection.
-#include "gather/section_worker.hpp"
+#include "gather/actors/section_worker.hpp"
 
 #include <caf/all.hpp>
 
-#include "gather/atoms.hpp"
-#include "gather/cluster.hpp"
-#include "gather/downstream_answer.hpp"
-#include "gather/messages.hpp"
-#include "gather/metrics.hpp"
-#include "gather/retry_rule.hpp"
-#include "gather/section_cache.hpp"
+#include "gather/values/atoms.hpp"
+#include "gather/cluster/cluster.hpp"
+#include "gather/downstream/downstream_answer.hpp"
+#include "gather/values/messages.hpp"
+#include "gather/ops/metrics.hpp"
+#include "gather/downstream/retry_rule.hpp"
+#include "gather/actors/section_cache.hpp"
 
 namespace gather {
 

@@ -7,11 +7,11 @@
 
 #include <CLI/CLI.hpp>
 
-#include "gather/config.hpp"
+#include "gather/config/config.hpp"
 #include "gather/demo.hpp"
 #include "gather/front/tls_context.hpp"
-#include "gather/gateway.hpp"
-#include "gather/worker_node.hpp"
+#include "gather/runtime/gateway.hpp"
+#include "gather/cluster/worker_node.hpp"
 
 namespace {
 

@@ -8,7 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "fuzz_check.hpp"
-#include "gather/batch_body.hpp"
+#include "gather/front/batch_body.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   if (size < 1)

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "fuzz_check.hpp"
-#include "gather/config.hpp"
+#include "gather/config/config.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data), size);

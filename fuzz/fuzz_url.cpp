@@ -21,9 +21,9 @@
 #include <nlohmann/json.hpp>
 
 #include "fuzz_check.hpp"
-#include "gather/config.hpp"
-#include "gather/route_table.hpp"
-#include "gather/url_template.hpp"
+#include "gather/config/config.hpp"
+#include "gather/config/route_table.hpp"
+#include "gather/config/url_template.hpp"
 
 namespace {
 

@@ -11,7 +11,7 @@
 
 #include "gather/front/connection.hpp"
 #include "gather/front/tls_context.hpp"
-#include "gather/request_log.hpp"
+#include "gather/ops/request_log.hpp"
 
 namespace gather {
 

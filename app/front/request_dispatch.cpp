@@ -4,15 +4,15 @@
 
 #include <caf/all.hpp>
 
-#include "gather/atoms.hpp"
-#include "gather/batch_body.hpp"
-#include "gather/batch_coordinator.hpp"
-#include "gather/coordinator.hpp"
-#include "gather/metrics.hpp"
-#include "gather/ops_endpoints.hpp"
-#include "gather/request_log.hpp"
-#include "gather/route_table.hpp"
-#include "gather/url_template.hpp"
+#include "gather/values/atoms.hpp"
+#include "gather/front/batch_body.hpp"
+#include "gather/actors/batch_coordinator.hpp"
+#include "gather/actors/coordinator.hpp"
+#include "gather/ops/metrics.hpp"
+#include "gather/ops/ops_endpoints.hpp"
+#include "gather/ops/request_log.hpp"
+#include "gather/config/route_table.hpp"
+#include "gather/config/url_template.hpp"
 
 namespace gather {
 

@@ -4,7 +4,7 @@
 #include <memory>
 #include <string>
 
-#include "gather/config.hpp"
+#include "gather/config/config.hpp"
 
 namespace gather {
 

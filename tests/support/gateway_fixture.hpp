@@ -7,8 +7,8 @@
 #include <httplib.h>
 #include <nlohmann/json.hpp>
 
-#include "gather/config.hpp"
-#include "gather/gateway.hpp"
+#include "gather/config/config.hpp"
+#include "gather/runtime/gateway.hpp"
 
 namespace gather::test {
 

@@ -5,10 +5,10 @@
 #include <memory>
 #include <string>
 
-#include "gather/config.hpp"
+#include "gather/config/config.hpp"
 #include "gather/front/request_dispatch.hpp"
-#include "gather/gateway_stats.hpp"
-#include "gather/io_loops.hpp"
+#include "gather/values/gateway_stats.hpp"
+#include "gather/runtime/io_loops.hpp"
 
 namespace gather {
 

@@ -11,13 +11,13 @@
 
 #include <caf/actor.hpp>
 
-#include "gather/config.hpp"
+#include "gather/config/config.hpp"
 #include "gather/front/request_parser.hpp"
-#include "gather/gateway_stats.hpp"
-#include "gather/http_reply.hpp"
-#include "gather/inbound_request.hpp"
-#include "gather/reply_sink.hpp"
-#include "gather/section_worker.hpp"
+#include "gather/values/gateway_stats.hpp"
+#include "gather/values/http_reply.hpp"
+#include "gather/values/inbound_request.hpp"
+#include "gather/actors/reply_sink.hpp"
+#include "gather/actors/section_worker.hpp"
 
 namespace gather {
 

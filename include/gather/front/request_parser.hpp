@@ -10,7 +10,7 @@
 #include <ostream> // boost/core/detail/string_view.hpp (1.81) uses std::ostream without including it
 #include <boost/beast/http/basic_parser.hpp>
 
-#include "gather/config.hpp"
+#include "gather/config/config.hpp"
 
 namespace gather {
 

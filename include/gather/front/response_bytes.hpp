@@ -3,7 +3,7 @@
 
 #include <string>
 
-#include "gather/http_reply.hpp"
+#include "gather/values/http_reply.hpp"
 
 namespace gather {
 

@@ -7,7 +7,7 @@
 
 #include <boost/asio/ssl/context.hpp>
 
-#include "gather/config.hpp"
+#include "gather/config/config.hpp"
 
 namespace gather {
 

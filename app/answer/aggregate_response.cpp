@@ -1,0 +1,97 @@
+#include "gather/answer/aggregate_response.hpp"
+
+#include <optional>
+
+#include "gather/config/url_template.hpp"
+
+namespace gather {
+
+namespace {
+
+/// Data of section `from` as it appears in the response, field `path` of it, serialized.
+std::optional<std::string> field_of(const std::string& data_text, const field_path& path) {
+  if (data_text.empty() || data_text == "null")
+    return std::nullopt;
+  auto data = nlohmann::json::parse(data_text, nullptr, false);
+  if (data.is_discarded())
+    return std::nullopt;
+  const auto* found = find_field(data, path);
+  if (!found)
+    return std::nullopt;
+  return found->dump();
+}
+
+std::string fallback_text(const route_config& route, std::size_t i,
+                          const std::vector<std::string>& data_texts) {
+  const auto& section = route.sections[i];
+  if (section.fallback_from) {
+    if (auto text = field_of(data_texts[section.fallback_from->section], section.fallback_from->field))
+      return *text;
+  }
+  if (section.fallback)
+    return section.fallback->dump();
+  return "null";
+}
+
+} // namespace
+
+http_reply required_section_failure(const section_outcome& outcome, const std::string& section,
+                                    const std::string& request_id) {
+  if (outcome.status == section_status::timeout)
+    return error_reply(504, "upstream_timeout", request_id, section);
+  if (outcome.status == section_status::error && outcome.last_http == 404)
+    return error_reply(404, "not_found", request_id, section);
+  return error_reply(503, "upstream_unavailable", request_id, section);
+}
+
+http_reply build_aggregate_reply(const route_config& route, std::vector<section_outcome>& outcomes,
+                                 const std::string& request_id) {
+  const auto n = route.sections.size();
+  for (std::size_t i = 0; i < n; ++i)
+    if (route.sections[i].required && outcomes[i].status != section_status::ok)
+      return required_section_failure(outcomes[i], route.sections[i].name, request_id);
+
+  std::vector<std::string> data_texts(n);
+  for (auto i : route.resolve_order) {
+    auto& outcome = outcomes[i];
+    if (outcome.status == section_status::ok || outcome.source == data_source::stale) {
+      data_texts[i] = outcome.data;
+    } else {
+      outcome.source = data_source::fallback;
+      data_texts[i] = fallback_text(route, i, data_texts);
+    }
+  }
+
+  // Spliced, not re-serialized: live data is validated JSON as the downstream sent it.
+  std::string body = "{\"data\":{";
+  std::string sections = "\"sections\":{";
+  std::string warnings = "\"warnings\":[";
+  bool degraded = false;
+  for (std::size_t i = 0; i < n; ++i) {
+    const auto& name = route.sections[i].name; // [a-z][a-z0-9_]*: needs no escaping
+    const auto& outcome = outcomes[i];
+    const char* sep = i == 0 ? "" : ",";
+    body += sep;
+    body += '"' + name + "\":" + data_texts[i];
+    sections += sep;
+    sections += '"' + name + "\":{\"status\":\"" + to_string(outcome.status) + "\",\"source\":\"" +
+                to_string(outcome.source) + "\",\"attempts\":" + std::to_string(outcome.attempts) +
+                ",\"ms\":" + std::to_string(outcome.ms) + "}";
+    if (outcome.status != section_status::ok) {
+      warnings += degraded ? ",\"" : "\"";
+      warnings += name + "_" + to_string(outcome.status) + "\"";
+      degraded = true;
+    }
+  }
+  body += "},";
+  body += sections;
+  body += "},\"degraded\":";
+  body += degraded ? "true," : "false,";
+  body += warnings;
+  body += "]}";
+  http_reply reply;
+  reply.body = std::move(body);
+  return reply;
+}
+
+} // namespace gather

@@ -1,0 +1,61 @@
+#include "gather/cluster/worker_node.hpp"
+
+#include <stdexcept>
+
+#include <caf/all.hpp>
+#include <caf/io/all.hpp>
+
+#include "gather/downstream/downstream_client.hpp"
+#include "gather/values/gateway_stats.hpp"
+#include "gather/values/messages.hpp"
+#include "gather/actors/section_worker.hpp"
+
+namespace gather {
+
+namespace {
+
+caf::actor_system_config& node_config(caf::actor_system_config& cfg) {
+  register_message_types(cfg);
+  cfg.load<caf::io::middleman>();
+  enable_failure_detection(cfg);
+  return cfg;
+}
+
+} // namespace
+
+// Destroyed bottom-up: the actor system waits for the last workers (whose destructors cancel
+// transfers on the still-running client), then the client goes.
+struct worker_node::impl {
+  gateway_stats stats;
+  downstream_client client;
+  caf::actor_system_config actor_cfg;
+  caf::actor_system system{node_config(actor_cfg)};
+  caf::actor service;
+
+  ~impl() {
+    if (service) {
+      system.middleman().unpublish(service);
+      caf::anon_send_exit(service, caf::exit_reason::user_shutdown);
+    }
+  }
+};
+
+worker_node::worker_node() : impl_(std::make_unique<impl>()) {
+}
+
+worker_node::~worker_node() = default;
+
+int worker_node::start(const std::string& host, int port) {
+  section_runtime runtime;
+  runtime.client = &impl_->client;
+  runtime.stats = &impl_->stats;
+  impl_->service = impl_->system.spawn(node_service, runtime);
+  auto bound = impl_->system.middleman().publish(impl_->service, static_cast<std::uint16_t>(port),
+                                                 host.c_str(), true);
+  if (!bound)
+    throw std::runtime_error("cannot publish on " + host + ":" + std::to_string(port) + ": " +
+                             impl_->system.render(bound.error()));
+  return *bound;
+}
+
+} // namespace gather

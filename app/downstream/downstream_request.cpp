@@ -1,0 +1,48 @@
+#include "gather/downstream/downstream_request.hpp"
+
+namespace gather {
+
+std::optional<std::string> inbound_value(const url_part& part, const inbound_request& in) {
+  switch (part.what) {
+    case url_part::kind::literal:
+      return part.text;
+    case url_part::kind::capture:
+      for (const auto& [name, value] : in.captures)
+        if (name == part.text)
+          return value;
+      return std::string{};
+    case url_part::kind::query:
+      return in.query_value(part.text);
+    case url_part::kind::header:
+      return in.header_value(part.text);
+    case url_part::kind::section:
+    case url_part::kind::item:
+      break;
+  }
+  return std::nullopt;
+}
+
+namespace {
+
+/// A forwarded value as it may go on the wire: CR, LF and NUL become spaces (RFC 9110 5.5). The
+/// inbound parser keeps a bare CR inside a value, and a downstream or proxy that ends lines at a
+/// bare CR would otherwise read the rest as a header of the client's choosing.
+std::string field_value(std::string value) {
+  for (char& c : value)
+    if (c == '\r' || c == '\n' || c == '\0')
+      c = ' ';
+  return value;
+}
+
+} // namespace
+
+std::vector<std::string> downstream_headers(const std::vector<std::string>& forward_headers,
+                                            const inbound_request& in) {
+  std::vector<std::string> headers{"X-Request-Id: " + in.request_id, "Accept: application/json"};
+  for (const auto& name : forward_headers)
+    for (auto [it, end] = in.headers.equal_range(name); it != end; ++it)
+      headers.push_back(name + ": " + field_value(it->second));
+  return headers;
+}
+
+} // namespace gather

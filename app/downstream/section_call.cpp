@@ -1,0 +1,41 @@
+#include <chrono>
+
+#include "gather/downstream/downstream_request.hpp"
+#include "gather/actors/section_cache.hpp"
+#include "gather/actors/section_worker.hpp"
+
+namespace gather {
+
+section_call make_section_call(const section_config& section, std::size_t route, std::size_t index,
+                               std::string url, const inbound_request& in, steady_time deadline,
+                               std::shared_ptr<std::atomic<bool>> answered,
+                               std::size_t max_response_bytes) {
+  section_call call;
+  auto& work = call.work;
+  work.url = std::move(url);
+  work.headers = downstream_headers(section.forward_headers, in);
+  work.timeout_ms = section.timeout.count();
+  work.attempts = section.retry.attempts;
+  work.backoff_ms = section.retry.backoff.count();
+  work.multiplier = section.retry.multiplier;
+  work.fields = section.fields;
+  work.max_response_bytes = max_response_bytes;
+  work.budget_ms = std::chrono::duration_cast<millis>(deadline - std::chrono::steady_clock::now()).count();
+  call.route = route;
+  call.index = index;
+  call.deadline = deadline;
+  call.answered = std::move(answered);
+  if (section.cache_ttl.count() > 0) {
+    // Keyed by the forwarded headers' values too: two tenants never see each other's data.
+    std::vector<std::string> forwarded;
+    for (const auto& name : section.forward_headers)
+      for (auto [it, end] = in.headers.equal_range(name); it != end; ++it)
+        forwarded.push_back(name + ": " + it->second);
+    call.cache_key = cache_key(route, index, work.url, forwarded);
+    call.cache_ttl = section.cache_ttl;
+    call.stale_ttl = section.stale_ttl;
+  }
+  return call;
+}
+
+} // namespace gather

@@ -1,0 +1,213 @@
+#include "gather/ops/metrics.hpp"
+
+#include <cstdio>
+
+namespace gather {
+
+namespace {
+
+constexpr int lowest_status = 100;
+constexpr int highest_status = 599;
+constexpr std::size_t status_count = 5;  // section_status values
+constexpr std::size_t source_count = 4;  // data_source values
+constexpr std::size_t cache_event_count = 4;
+const char* const cache_event_names[cache_event_count] = {"hit", "miss", "coalesced", "stale"};
+
+void add(std::atomic<std::uint64_t>& counter, std::uint64_t n = 1) {
+  counter.fetch_add(n, std::memory_order_relaxed);
+}
+
+std::string number(double value) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.6g", value);
+  return buf;
+}
+
+void header(std::string& out, const char* name, const char* type, const char* help) {
+  out += "# HELP ";
+  out += name;
+  out += ' ';
+  out += help;
+  out += "\n# TYPE ";
+  out += name;
+  out += ' ';
+  out += type;
+  out += '\n';
+}
+
+void sample(std::string& out, const std::string& name, const std::string& labels, std::uint64_t value) {
+  out += name;
+  if (!labels.empty())
+    out += '{' + labels + '}';
+  out += ' ' + std::to_string(value) + '\n';
+}
+
+} // namespace
+
+struct metrics::section_series {
+  std::array<std::atomic<std::uint64_t>, status_count * source_count> outcomes{};
+  latency_histogram duration;
+  std::atomic<std::uint64_t> degraded{0};
+  std::atomic<std::uint64_t> retries{0};
+  std::array<std::atomic<std::uint64_t>, cache_event_count> cache{};
+};
+
+struct metrics::route_series {
+  std::string label; ///< `route="..."`, escaped once
+  std::array<std::atomic<std::uint64_t>, highest_status - lowest_status + 1> by_status{};
+  std::atomic<std::uint64_t> errors{0};
+  latency_histogram duration;
+  std::vector<std::unique_ptr<section_series>> sections;
+  std::vector<std::string> section_labels; ///< `route="...",section="..."`
+};
+
+void latency_histogram::observe(std::chrono::microseconds d) {
+  const double seconds = static_cast<double>(d.count()) / 1e6;
+  std::size_t i = 0;
+  while (i < bounds.size() && seconds > bounds[i])
+    ++i;
+  add(buckets_[i]);
+  add(sum_us_, static_cast<std::uint64_t>(std::max<std::int64_t>(0, d.count())));
+  add(count_);
+}
+
+void latency_histogram::write(std::string& out, const std::string& name, const std::string& labels) const {
+  std::uint64_t cumulative = 0;
+  const std::string prefix = labels.empty() ? "" : labels + ",";
+  for (std::size_t i = 0; i <= bounds.size(); ++i) {
+    cumulative += buckets_[i].load(std::memory_order_relaxed);
+    auto le = i < bounds.size() ? number(bounds[i]) : std::string{"+Inf"};
+    sample(out, name + "_bucket", prefix + "le=\"" + le + "\"", cumulative);
+  }
+  out += name + "_sum";
+  if (!labels.empty())
+    out += '{' + labels + '}';
+  out += ' ' + number(static_cast<double>(sum_us_.load(std::memory_order_relaxed)) / 1e6) + '\n';
+  sample(out, name + "_count", labels, count_.load(std::memory_order_relaxed));
+}
+
+std::string escape_label(const std::string& value) {
+  std::string out;
+  out.reserve(value.size());
+  for (char c : value) {
+    if (c == '\\')
+      out += "\\\\";
+    else if (c == '"')
+      out += "\\\"";
+    else if (c == '\n')
+      out += "\\n";
+    else
+      out += c;
+  }
+  return out;
+}
+
+metrics::metrics(const config& cfg) : cfg_(cfg) {
+  for (std::size_t r = 0; r <= cfg.routes.size(); ++r) {
+    auto series = std::make_unique<route_series>();
+    const auto name = r < cfg.routes.size() ? cfg.routes[r].path : std::string{no_route_label};
+    series->label = "route=\"" + escape_label(name) + "\"";
+    if (r < cfg.routes.size()) {
+      for (const auto& section : cfg.routes[r].sections) {
+        series->sections.push_back(std::make_unique<section_series>());
+        series->section_labels.push_back(series->label + ",section=\"" + escape_label(section.name) + "\"");
+      }
+    }
+    routes_.push_back(std::move(series));
+  }
+}
+
+metrics::~metrics() = default;
+
+void metrics::request_done(std::size_t route, int status, std::chrono::microseconds took) {
+  auto& series = *routes_[std::min(route, routes_.size() - 1)];
+  if (status >= lowest_status && status <= highest_status)
+    add(series.by_status[static_cast<std::size_t>(status - lowest_status)]);
+  if (status != 200)
+    add(series.errors);
+  series.duration.observe(took);
+}
+
+void metrics::section_done(std::size_t route, std::size_t section, const section_outcome& outcome,
+                           bool degraded) {
+  auto& series = *routes_[route]->sections[section];
+  add(series.outcomes[static_cast<std::size_t>(outcome.status) * source_count +
+                      static_cast<std::size_t>(outcome.source)]);
+  series.duration.observe(std::chrono::milliseconds{outcome.ms});
+  if (degraded)
+    add(series.degraded);
+}
+
+void metrics::retry(std::size_t route, std::size_t section) {
+  add(routes_[route]->sections[section]->retries);
+}
+
+void metrics::cache(std::size_t route, std::size_t section, cache_event event) {
+  add(routes_[route]->sections[section]->cache[static_cast<std::size_t>(event)]);
+}
+
+std::string metrics::exposition(const process_figures& process) const {
+  std::string out;
+  out.reserve(16384);
+  header(out, "gather_requests_total", "counter", "Requests answered, by route and HTTP status.");
+  for (const auto& r : routes_)
+    for (std::size_t i = 0; i < r->by_status.size(); ++i)
+      if (auto n = r->by_status[i].load(std::memory_order_relaxed))
+        sample(out, "gather_requests_total",
+               r->label + ",code=\"" + std::to_string(i + lowest_status) + "\"", n);
+  header(out, "gather_request_errors_total", "counter", "Requests that did not get a 200.");
+  for (const auto& r : routes_)
+    sample(out, "gather_request_errors_total", r->label, r->errors.load(std::memory_order_relaxed));
+  header(out, "gather_request_duration_seconds", "histogram", "Time from arrival to answer.");
+  for (const auto& r : routes_)
+    r->duration.write(out, "gather_request_duration_seconds", r->label);
+
+  header(out, "gather_section_total", "counter", "Section outcomes, by status and data source.");
+  for (const auto& r : routes_)
+    for (std::size_t s = 0; s < r->sections.size(); ++s)
+      for (std::size_t st = 0; st < status_count; ++st)
+        for (std::size_t src = 0; src < source_count; ++src)
+          if (auto n = r->sections[s]->outcomes[st * source_count + src].load(std::memory_order_relaxed))
+            sample(out, "gather_section_total",
+                   r->section_labels[s] + ",status=\"" + to_string(static_cast<section_status>(st)) +
+                     "\",source=\"" + to_string(static_cast<data_source>(src)) + "\"",
+                   n);
+  header(out, "gather_section_duration_seconds", "histogram", "A section's whole time, backoff included.");
+  for (const auto& r : routes_)
+    for (std::size_t s = 0; s < r->sections.size(); ++s)
+      r->sections[s]->duration.write(out, "gather_section_duration_seconds", r->section_labels[s]);
+  header(out, "gather_degraded_total", "counter", "Pages served 200 without this section's live data.");
+  for (const auto& r : routes_)
+    for (std::size_t s = 0; s < r->sections.size(); ++s)
+      sample(out, "gather_degraded_total", r->section_labels[s],
+             r->sections[s]->degraded.load(std::memory_order_relaxed));
+  header(out, "gather_retries_total", "counter", "Downstream attempts after the first.");
+  for (const auto& r : routes_)
+    for (std::size_t s = 0; s < r->sections.size(); ++s)
+      sample(out, "gather_retries_total", r->section_labels[s],
+             r->sections[s]->retries.load(std::memory_order_relaxed));
+  header(out, "gather_cache_events_total", "counter", "Section cache lookups: hit, miss, coalesced, stale.");
+  for (const auto& r : routes_)
+    for (std::size_t s = 0; s < r->sections.size(); ++s)
+      for (std::size_t e = 0; e < cache_event_count; ++e)
+        sample(out, "gather_cache_events_total",
+               r->section_labels[s] + ",event=\"" + cache_event_names[e] + "\"",
+               r->sections[s]->cache[e].load(std::memory_order_relaxed));
+
+  header(out, "gather_inflight_requests", "gauge", "Requests admitted and not yet answered.");
+  sample(out, "gather_inflight_requests", "", static_cast<std::uint64_t>(std::max<std::int64_t>(0, process.inflight_requests)));
+  header(out, "gather_overloaded_total", "counter", "Requests refused with 503 because max_inflight was reached.");
+  sample(out, "gather_overloaded_total", "", process.overloaded);
+  header(out, "gather_late_replies_total", "counter", "Replies that arrived after their request was answered.");
+  sample(out, "gather_late_replies_total", "", process.late_replies);
+  header(out, "gather_actors_running", "gauge", "Actors running in the gateway's actor system.");
+  sample(out, "gather_actors_running", "", process.actors_running);
+  header(out, "gather_downstream_inflight", "gauge", "Downstream HTTP transfers in flight.");
+  sample(out, "gather_downstream_inflight", "", process.downstream_inflight);
+  header(out, "gather_node_up", "gauge", "1 when the cluster node is connected, else 0.");
+  for (const auto& [node, up] : process.nodes)
+    sample(out, "gather_node_up", "node=\"" + escape_label(node) + "\"", up ? 1 : 0);
+  return out;
+}
+
+} // namespace gather

@@ -1,0 +1,114 @@
+#include "gather/ops/request_log.hpp"
+
+#include <chrono>
+#include <cstdio>
+#include <map>
+#include <mutex>
+
+#include <nlohmann/json.hpp>
+
+#include "gather/answer/batch_response.hpp"
+
+namespace gather {
+
+namespace {
+
+std::mutex log_mutex;
+
+double unix_seconds() {
+  using namespace std::chrono;
+  return duration_cast<microseconds>(system_clock::now().time_since_epoch()).count() / 1e6;
+}
+
+nlohmann::json base_record(const std::string& request_id, const std::string& route, int status,
+                           std::int64_t ms) {
+  return {{"ts", unix_seconds()}, {"request_id", request_id}, {"route", route},
+          {"status", status},     {"ms", ms}};
+}
+
+void emit(const nlohmann::json& record) {
+  // replace: downstream text (error strings, paths) may hold invalid UTF-8; the log must not throw.
+  write_log_line(record.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+}
+
+} // namespace
+
+void write_log_line(const std::string& json_line) {
+  std::lock_guard<std::mutex> guard{log_mutex};
+  std::fwrite(json_line.data(), 1, json_line.size(), stderr);
+  std::fputc('\n', stderr);
+}
+
+void log_request(const inbound_request& in, const std::string& route, int status, std::int64_t ms,
+                 const std::vector<section_config>& sections,
+                 const std::vector<section_outcome>& outcomes) {
+  auto record = base_record(in.request_id, route, status, ms);
+  auto& parts = record["sections"] = nlohmann::json::object();
+  for (std::size_t i = 0; i < sections.size(); ++i) {
+    const auto& o = outcomes[i];
+    auto& part = parts[sections[i].name] = {{"status", to_string(o.status)},
+                                            {"source", to_string(o.source)},
+                                            {"attempts", o.attempts},
+                                            {"ms", o.ms}};
+    if (o.last_http != 0)
+      part["http"] = o.last_http;
+    if (!o.detail.empty())
+      part["detail"] = o.detail;
+    if (!o.node.empty())
+      part["node"] = o.node;
+  }
+  emit(record);
+}
+
+void log_batch_request(const inbound_request& in, const std::string& route, int status,
+                       std::int64_t ms, const batch_plan& plan,
+                       const std::vector<section_outcome>& calls) {
+  auto record = base_record(in.request_id, route, status, ms);
+  const auto counts = count_rows(plan, calls);
+  std::int64_t attempts = 0;
+  std::size_t not_started = 0;
+  for (const auto& call : calls) {
+    attempts += call.attempts;
+    not_started += call.attempts == 0 ? 1 : 0;
+  }
+  record["items"] = plan.rows.size();
+  record["calls"] = calls.size();
+  record["attempts"] = attempts;
+  record["not_started"] = not_started; // calls the deadline cut off before their first attempt
+  record["counts"] = {{"ok", counts.ok},
+                      {"timeout", counts.timeout},
+                      {"error", counts.error},
+                      {"rejected", counts.rejected}};
+  std::vector<std::size_t> first_row(calls.size(), plan.rows.size());
+  for (std::size_t row = plan.rows.size(); row-- > 0;)
+    first_row[plan.call_of_row[row]] = row;
+  // One entry per kind of failure, not per call: a batch of 1000 timeouts is one line, not 1000.
+  std::map<std::pair<std::string, int>, nlohmann::json> failures;
+  for (std::size_t c = 0; c < calls.size(); ++c) {
+    const auto& call = calls[c];
+    if (call.status == section_status::ok)
+      continue;
+    auto [it, fresh] = failures.try_emplace({to_string(call.status), call.last_http});
+    if (fresh)
+      it->second = {{"status", to_string(call.status)},
+                    {"http", call.last_http},
+                    {"calls", 0},
+                    {"first_item", nlohmann::json::parse(plan.rows[first_row[c]])},
+                    {"detail", call.detail}};
+    it->second["calls"] = it->second["calls"].get<int>() + 1;
+  }
+  auto& summary = record["failures"] = nlohmann::json::array();
+  for (auto& [kind, entry] : failures)
+    summary.push_back(std::move(entry));
+  emit(record);
+}
+
+void log_request(const std::string& request_id, const std::string& route, int status,
+                 std::int64_t ms, const std::string& detail) {
+  auto record = base_record(request_id, route, status, ms);
+  if (!detail.empty())
+    record["detail"] = detail;
+  emit(record);
+}
+
+} // namespace gather

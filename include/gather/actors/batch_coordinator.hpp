@@ -1,0 +1,54 @@
+// The batch coordinator: one actor per inbound batch request (see actors/batch_coordinator.cpp).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <caf/stateful_actor.hpp>
+
+#include "gather/downstream/batch_plan.hpp"
+#include "gather/config/config.hpp"
+#include "gather/values/inbound_request.hpp"
+#include "gather/actors/reply_sink.hpp"
+#include "gather/values/section_outcome.hpp"
+#include "gather/actors/section_worker.hpp"
+
+namespace gather {
+
+/// Everything one batch request needs, handed over by the HTTP front with its body already parsed.
+/// As for aggregate_job, the front sends `deadline_atom` when the batch's deadline passes.
+struct batch_job {
+  const route_config* route = nullptr; ///< a batch route: `route->batch` is set
+  std::size_t route_index = 0;         ///< the route's position in the config
+  inbound_request inbound;
+  batch_plan plan;
+  std::shared_ptr<reply_sink> reply; ///< where the answer goes
+  section_runtime runtime;
+};
+
+struct batch_coordinator_state {
+  enum class phase : std::uint8_t { waiting, running, done };
+
+  std::shared_ptr<const batch_job> job;
+  steady_time deadline;
+  std::vector<std::string> headers;  ///< the same for every call
+  std::vector<phase> phases;         ///< per call
+  std::vector<section_outcome> outcomes;
+  std::vector<steady_time> started;
+  std::vector<std::uint64_t> transfers; ///< per call: the attempt in flight, 0 when none
+  std::size_t next_call = 0;            ///< calls start in order: every call from here is waiting
+  std::size_t running = 0;              ///< calls started and not done (backoff included)
+  std::size_t open = 0;                 ///< calls not done
+  std::shared_ptr<std::atomic<bool>> answered = std::make_shared<std::atomic<bool>>(false);
+
+  ~batch_coordinator_state(); ///< cancels the transfers still in flight: however it ends, none outlives it
+  static inline const char* name = "batch_coordinator";
+};
+
+caf::behavior batch_coordinator(caf::stateful_actor<batch_coordinator_state>* self,
+                                std::shared_ptr<const batch_job> job);
+
+} // namespace gather

@@ -1,0 +1,53 @@
+// The coordinator: one actor per inbound aggregate request (see actors/coordinator.cpp).
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include <caf/stateful_actor.hpp>
+#include <nlohmann/json.hpp>
+
+#include "gather/config/config.hpp"
+#include "gather/ops/inflight_registry.hpp"
+#include "gather/values/inbound_request.hpp"
+#include "gather/actors/reply_sink.hpp"
+#include "gather/values/section_outcome.hpp"
+#include "gather/actors/section_worker.hpp"
+
+namespace gather {
+
+/// Everything one aggregate request needs, handed over by the HTTP front. The front also owns the
+/// request's clock: it sends the coordinator `deadline_atom` when `inbound.arrived + route->deadline`
+/// passes, from the connection's timer on its event loop (CAF's clock thread would cost a thread
+/// wake-up per request, and the dead coordinator's memory would live until a delayed_send fired).
+struct aggregate_job {
+  const route_config* route = nullptr;
+  std::size_t route_index = 0;
+  inbound_request inbound;
+  std::shared_ptr<reply_sink> reply; ///< where the answer goes
+  section_runtime runtime;
+};
+
+struct coordinator_state {
+  enum class phase : std::uint8_t { waiting, running, done };
+
+  std::shared_ptr<const aggregate_job> job;
+  steady_time deadline;
+  std::vector<phase> phases;
+  std::vector<section_outcome> outcomes;
+  std::vector<steady_time> started;
+  std::vector<std::optional<nlohmann::json>> parsed; ///< data of sections others read, parsed once
+  std::size_t open = 0;                              ///< sections not yet done
+  std::shared_ptr<std::atomic<bool>> answered = std::make_shared<std::atomic<bool>>(false);
+  std::shared_ptr<inflight_entry> inflight; ///< what /debug/actors shows of this request
+
+  ~coordinator_state();
+  static inline const char* name = "coordinator";
+};
+
+caf::behavior coordinator(caf::stateful_actor<coordinator_state>* self,
+                          std::shared_ptr<const aggregate_job> job);
+
+} // namespace gather

@@ -1,0 +1,83 @@
+// The section worker: one actor per section per request, owning that section's attempts.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <caf/actor.hpp>
+#include <caf/stateful_actor.hpp>
+#include <caf/typed_response_promise.hpp>
+
+#include "gather/config/config.hpp"
+#include "gather/downstream/downstream_client.hpp"
+#include "gather/values/gateway_stats.hpp"
+#include "gather/values/inbound_request.hpp"
+#include "gather/values/section_outcome.hpp"
+#include "gather/values/section_work.hpp"
+
+namespace gather {
+
+class metrics;
+class inflight_registry;
+class section_cache;
+class cluster;
+
+/// What the process gives every worker: where to send calls and what to count.
+struct section_runtime {
+  downstream_client* client = nullptr;
+  gateway_stats* stats = nullptr;
+  metrics* counters = nullptr;       ///< null on a cluster node
+  inflight_registry* inflight = nullptr;
+  section_cache* cache = nullptr;    ///< null on a cluster node
+  cluster* nodes = nullptr;          ///< null without a cluster, and on a cluster node
+  std::size_t max_response_bytes = 8 * 1024 * 1024;
+};
+
+/// One section of one request, resolved: what to call, plus what only this process needs.
+struct section_call {
+  section_work work;
+  std::size_t route = 0; ///< the route's position in the config (metrics)
+  std::size_t index = 0; ///< the section's position in its route
+  steady_time deadline;
+  /// Set once the request is answered: anything arriving afterwards is a late reply.
+  std::shared_ptr<std::atomic<bool>> answered;
+  /// Non-empty when the section is cached: the key, and how long entries live.
+  std::string cache_key;
+  millis cache_ttl{0};
+  millis stale_ttl{0};
+};
+
+/// Resolves section `index` of route `route` for one request whose URL rendered to `url`.
+section_call make_section_call(const section_config& section, std::size_t route, std::size_t index,
+                               std::string url, const inbound_request& in, steady_time deadline,
+                               std::shared_ptr<std::atomic<bool>> answered,
+                               std::size_t max_response_bytes);
+
+struct section_worker_state {
+  section_runtime runtime;
+  section_call call;
+  caf::actor coordinator;
+  caf::typed_response_promise<section_outcome> promise;
+  bool promised = false;
+  std::uint64_t transfer = 0; ///< the attempt in flight, 0 when none
+  std::int32_t attempts = 0;
+  steady_time started;
+  std::optional<std::size_t> node; ///< the cluster node running the call now, if any
+  caf::actor node_actor;
+  std::uint32_t sent = 0;          ///< work sent to nodes so far: tells a stale answer from the current one
+  bool counted_local = false;      ///< counted in the cluster's local share
+
+  ~section_worker_state(); ///< cancels a transfer still in flight (the worker quit or was killed)
+  static inline const char* name = "section_worker";
+};
+
+/// Spawned by a coordinator, which it monitors: when the coordinator goes, the worker cancels its
+/// transfer and quits. Answers `run_atom` once with a section_outcome. On a cluster node the
+/// "coordinator" is the gateway-side worker that sent the work.
+caf::behavior section_worker(caf::stateful_actor<section_worker_state>* self, caf::actor coordinator,
+                             section_runtime runtime, section_call call);
+
+} // namespace gather

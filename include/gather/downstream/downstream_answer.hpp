@@ -1,0 +1,35 @@
+// Turning what a downstream sent into a section's status and data.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "gather/config/config.hpp"
+#include "gather/downstream/downstream_client.hpp"
+#include "gather/values/section_outcome.hpp"
+
+namespace gather {
+
+/// JSON nested deeper than this is an `error` (CONTRACT §3).
+constexpr int max_json_depth = 512;
+
+struct answer_verdict {
+  section_status status = section_status::error;
+  bool retryable = false; ///< timeout, connection error, 429, 502, 503, 504
+  std::string data;       ///< serialized JSON (ok only), projected by `fields`
+  int http_status = 0;
+  std::string detail;     ///< private reason for the log
+};
+
+/// Classifies one attempt: 2xx with a JSON body that is not `null` is ok; everything else (a
+/// timeout, a connection failure, any non-2xx including 3xx, a body that is not JSON or nests deeper
+/// than max_json_depth, JSON null) is timeout or error. Takes the body over when it is kept as sent.
+answer_verdict classify_answer(transfer_result&& result, const std::vector<field_path>& fields);
+
+/// The verdict as a section outcome: status, last HTTP status, private detail, and data when ok.
+section_outcome outcome_of(answer_verdict&& verdict);
+
+/// Keeps only `fields` of `value` (an object; anything else projects to `{}`); absent paths are left out.
+nlohmann::json project_fields(const nlohmann::json& value, const std::vector<field_path>& fields);
+
+} // namespace gather

@@ -1,0 +1,26 @@
+// What an inbound request contributes to the downstream calls made for it: the values of the URL
+// placeholders that read it, and the headers every call carries. Sections and batch items share
+// these, so the two kinds of call can never forward differently.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "gather/config/config.hpp"
+#include "gather/values/inbound_request.hpp"
+
+namespace gather {
+
+/// The raw value of a placeholder that reads the inbound request: a literal's text, a path capture,
+/// a query parameter or a header ("" when the request lacks it); nullopt for the parts that read
+/// something else (another section's data, the batch item).
+std::optional<std::string> inbound_value(const url_part& part, const inbound_request& in);
+
+/// "Name: value" lines for a downstream call: X-Request-Id (the response's), Accept, and every value
+/// of each of `forward_headers` (lower-case names) that `in` carries, with CR, LF and NUL in a value
+/// replaced by spaces (no value can add a header line).
+std::vector<std::string> downstream_headers(const std::vector<std::string>& forward_headers,
+                                            const inbound_request& in);
+
+} // namespace gather

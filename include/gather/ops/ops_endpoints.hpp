@@ -1,0 +1,39 @@
+// The built-in operations endpoints: /healthz, /metrics, /debug/actors, /dashboard (CONTRACT §6).
+#pragma once
+
+#include <string>
+
+#include <caf/fwd.hpp>
+
+#include "gather/config/config.hpp"
+#include "gather/downstream/downstream_client.hpp"
+#include "gather/values/gateway_stats.hpp"
+#include "gather/values/http_reply.hpp"
+#include "gather/ops/inflight_registry.hpp"
+#include "gather/ops/metrics.hpp"
+
+namespace gather {
+
+class cluster;
+class section_cache;
+
+/// What the operations endpoints read; owned by the gateway.
+struct ops_sources {
+  const config& cfg;
+  const gateway_stats& stats;
+  caf::actor_system& system;
+  const downstream_client& client;
+  const metrics& counters;
+  const inflight_registry& inflight;
+  const section_cache& cache;
+  const cluster* nodes; ///< null without a cluster
+};
+
+/// True for the paths that take precedence over every route.
+bool is_ops_path(const std::string& path);
+
+/// Answers an operations path (GET only; anything else is 405).
+http_reply serve_ops(const std::string& method, const std::string& path, const std::string& request_id,
+                     const ops_sources& sources);
+
+} // namespace gather

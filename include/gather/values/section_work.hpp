@@ -1,0 +1,38 @@
+// One section's call, fully resolved: everything a worker needs to make its attempts, as plain
+// values, so that it can run in this process or travel to a cluster node unchanged.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <caf/meta/type_name.hpp>
+
+#include "gather/config/config.hpp"
+
+namespace gather {
+
+struct section_work {
+  std::string url;                  ///< rendered and percent-encoded
+  std::vector<std::string> headers; ///< "Name: value"
+  std::int64_t timeout_ms = 0;      ///< per attempt
+  std::int32_t attempts = 1;        ///< retry policy
+  std::int64_t backoff_ms = 0;
+  double multiplier = 2.0;
+  std::vector<field_path> fields; ///< projection, empty = everything
+  std::uint64_t max_response_bytes = 0;
+  std::int64_t budget_ms = 0; ///< time left until the request's deadline when the work was sent
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, section_work& x) {
+  return f(caf::meta::type_name("gather.section_work"), x.url, x.headers, x.timeout_ms, x.attempts,
+           x.backoff_ms, x.multiplier, x.fields, x.max_response_bytes, x.budget_ms);
+}
+
+/// The retry policy and timeout of `work` in the config's types.
+inline retry_policy retry_of(const section_work& work) {
+  return retry_policy{work.attempts, millis{work.backoff_ms}, work.multiplier};
+}
+
+} // namespace gather

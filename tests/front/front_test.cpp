@@ -1,0 +1,985 @@
+// The event-driven front (include/gather/front/) against real gateways over real loopback
+// sockets: HTTP/1.0 framing, the keep-alive idle timeout, Expect: 100-continue, inbound TLS,
+// max_connections, a burst of 1,000 connections on a fresh process, 10,000 idle connections, and
+// the config keys behind it all. Timing margins hold on a loaded 2-core machine.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstdlib>
+#include <csignal>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <httplib.h>
+#include <nlohmann/json.hpp>
+
+#include "gather/config/config.hpp"
+#include "support/child_process.hpp"
+#include "support/gateway_fixture.hpp"
+#include "support/raw_client.hpp"
+#include "support/test_server.hpp"
+
+using namespace gather::test;
+using nlohmann::json;
+using std::chrono::milliseconds;
+using clock_type = std::chrono::steady_clock;
+
+namespace {
+
+const std::string binary = GATHER_BINARY;
+
+/// A downstream answering {"ok": 1} on /ok and {"id": <capture>} on /items/<capture>.
+struct front_downstream {
+  test_server server;
+  explicit front_downstream(std::size_t threads = 64) : server(threads) {
+    server.get("/ok", [](const httplib::Request&, httplib::Response& res) {
+      res.set_content(R"({"ok":1})", "application/json");
+    });
+    server.get("/items/(.*)", [](const httplib::Request& req, httplib::Response& res) {
+      answer_json(res, {{"id", req.matches[1].str()}});
+    });
+  }
+  std::string base_url() const { return server.base_url(); }
+};
+
+/// /p (GET: one required section "s" on /ok) and /orders (a batch route on /items/{item}).
+json front_config(const std::string& base, json top = json::object()) {
+  json cfg = route_config_json("/p", {section("s", base + "/ok", 2000, {{"required", true}})}, 3000,
+                               std::move(top));
+  cfg["routes"].push_back(
+      {{"path", "/orders"}, {"batch", {{"url", base + "/items/{item}"}, {"timeout_ms", 2000}}}});
+  return cfg;
+}
+
+std::string get_request(const std::string& target, const std::string& extra_headers = "",
+                        const std::string& version = "HTTP/1.1") {
+  return "GET " + target + " " + version + "\r\nHost: gw\r\n" + extra_headers + "\r\n";
+}
+
+/// A POST head (no body) with Content-Length `length` and Expect: 100-continue.
+std::string expect_head(const std::string& target, std::size_t length) {
+  return "POST " + target + " HTTP/1.1\r\nHost: gw\r\nContent-Type: application/json\r\n"
+         "Content-Length: " + std::to_string(length) + "\r\nExpect: 100-continue\r\n\r\n";
+}
+
+/// The aggregate answer of /p in front_config.
+void check_p_answer(const raw_response& r) {
+  INFO("status " << r.status << " body " << r.body);
+  CHECK(r.status == 200);
+  const auto body = json::parse(r.body, nullptr, false);
+  REQUIRE_FALSE(body.is_discarded());
+  CHECK(body["data"]["s"] == json{{"ok", 1}});
+  CHECK(body["sections"]["s"]["status"] == "ok");
+  CHECK_FALSE(r.header("x-request-id").empty());
+}
+
+/// Checks a refusal is the contract's JSON error with the right status and code.
+void check_refusal(const raw_response& r, int status, const std::string& code) {
+  INFO("status " << r.status << " body " << r.body);
+  CHECK(r.status == status);
+  CHECK(r.header("content-type").rfind("application/json", 0) == 0);
+  const auto body = json::parse(r.body, nullptr, false);
+  REQUIRE_FALSE(body.is_discarded());
+  CHECK(body.value("error", "") == code);
+  CHECK(body.value("request_id", "") == r.header("x-request-id"));
+}
+
+/// Everything the peer sends on `fd` until it closes (EOF or reset) or `limit` passes;
+/// `closed` says which.
+std::string read_until_closed(int fd, milliseconds limit, bool& closed) {
+  const auto deadline = clock_type::now() + limit;
+  std::string got;
+  closed = false;
+  for (;;) {
+    const auto left = std::chrono::duration_cast<milliseconds>(deadline - clock_type::now()).count();
+    if (left <= 0)
+      return got;
+    pollfd p{fd, POLLIN, 0};
+    const int ready = ::poll(&p, 1, static_cast<int>(left));
+    if (ready < 0 && errno == EINTR)
+      continue;
+    if (ready <= 0)
+      return got;
+    char chunk[65536];
+    const ssize_t n = ::recv(fd, chunk, sizeof chunk, MSG_DONTWAIT);
+    if (n > 0) {
+      got.append(chunk, static_cast<std::size_t>(n));
+    } else if (n == 0 || (errno != EINTR && errno != EAGAIN)) {
+      closed = true;
+      return got;
+    }
+  }
+}
+
+int port_of(const std::string& listening_line) {
+  std::smatch m;
+  REQUIRE(std::regex_search(listening_line, m, std::regex{R"(listening on https?://127\.0\.0\.1:(\d+))"}));
+  return std::stoi(m[1]);
+}
+
+/// `gather serve` on a config, with the port it printed.
+struct gather_process {
+  child_process child;
+  int port = 0;
+  explicit gather_process(const json& cfg) : child(binary, {"serve", "--config", temp_file(cfg.dump())}) {
+    auto line = child.wait_for_line("listening on");
+    REQUIRE(line);
+    port = port_of(*line);
+  }
+};
+
+/// Threads of process `pid` now (/proc/<pid>/task entries).
+int threads_of(pid_t pid) {
+  int n = 0;
+  for ([[maybe_unused]] const auto& entry :
+       std::filesystem::directory_iterator("/proc/" + std::to_string(pid) + "/task"))
+    ++n;
+  return n;
+}
+
+/// Resident memory of process `pid` in KiB (/proc/<pid>/status VmRSS).
+long rss_kib(pid_t pid) {
+  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(status, line))
+    if (line.rfind("VmRSS:", 0) == 0)
+      return std::stol(line.substr(6));
+  return -1;
+}
+
+/// Raises this process's soft descriptor limit to its hard limit (children inherit it); the
+/// soft limit now.
+rlim_t raise_fd_limit() {
+  rlimit limit{};
+  ::getrlimit(RLIMIT_NOFILE, &limit);
+  if (limit.rlim_cur < limit.rlim_max) {
+    limit.rlim_cur = limit.rlim_max;
+    ::setrlimit(RLIMIT_NOFILE, &limit);
+    ::getrlimit(RLIMIT_NOFILE, &limit);
+  }
+  return limit.rlim_cur;
+}
+
+/// A non-blocking socket connecting to 127.0.0.1:port (connect in progress); -1 on failure.
+int connect_nonblocking(int port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0)
+    return -1;
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = htons(static_cast<std::uint16_t>(port));
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 && errno != EINPROGRESS) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+/// Closes descriptors when it goes.
+struct fd_set_guard {
+  std::vector<int> fds;
+  ~fd_set_guard() {
+    for (int fd : fds)
+      if (fd >= 0)
+        ::close(fd);
+  }
+};
+
+std::string lower(std::string text) {
+  for (auto& c : text)
+    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return text;
+}
+
+/// The status of the complete Content-Length response at the front of `data`; 0 while it is
+/// incomplete, -1 when it is not HTTP.
+int complete_status(const std::string& data) {
+  const auto head_end = data.find("\r\n\r\n");
+  if (head_end == std::string::npos)
+    return 0;
+  if (data.rfind("HTTP/1.", 0) != 0 || head_end < 12)
+    return -1;
+  const std::string head = lower(data.substr(0, head_end + 2));
+  std::size_t length = 0;
+  if (const auto at = head.find("\r\ncontent-length:"); at != std::string::npos)
+    length = std::stoul(head.substr(at + 17));
+  if (data.size() < head_end + 4 + length)
+    return 0;
+  return std::stoi(data.substr(9, 3));
+}
+
+/// Opens `count` connections to `port` at once, sends `request` on each as soon as it is
+/// connected, and polls them all until each has a complete response or `limit` passes.
+/// `between_polls` runs after every poll round. Returns each connection's status (0: none).
+std::vector<int> burst(int port, int count, const std::string& request, milliseconds limit,
+                       const std::function<void()>& between_polls) {
+  struct one {
+    int fd = -1;
+    bool connected = false;
+    std::size_t sent = 0;
+    std::string in;
+    int status = 0;
+    bool done = false;
+  };
+  std::vector<one> all(static_cast<std::size_t>(count));
+  fd_set_guard guard;
+  for (auto& c : all) {
+    c.fd = connect_nonblocking(port);
+    guard.fds.push_back(c.fd);
+    c.done = c.fd < 0;
+  }
+  const auto deadline = clock_type::now() + limit;
+  std::vector<pollfd> fds;
+  std::vector<one*> owners;
+  for (;;) {
+    fds.clear();
+    owners.clear();
+    for (auto& c : all) {
+      if (c.done)
+        continue;
+      const bool want_write = !c.connected || c.sent < request.size();
+      fds.push_back({c.fd, static_cast<short>(want_write ? POLLOUT : POLLIN), 0});
+      owners.push_back(&c);
+    }
+    if (fds.empty() || clock_type::now() >= deadline)
+      break;
+    ::poll(fds.data(), fds.size(), 50);
+    for (std::size_t i = 0; i < fds.size(); ++i) {
+      auto& c = *owners[i];
+      const short ev = fds[i].revents;
+      if (!ev)
+        continue;
+      if (!c.connected) {
+        int err = 0;
+        socklen_t len = sizeof err;
+        ::getsockopt(c.fd, SOL_SOCKET, SO_ERROR, &err, &len);
+        if (err != 0) {
+          c.done = true;
+          continue;
+        }
+        c.connected = true;
+      }
+      if (c.sent < request.size()) {
+        const ssize_t n = ::send(c.fd, request.data() + c.sent, request.size() - c.sent, MSG_NOSIGNAL);
+        if (n > 0)
+          c.sent += static_cast<std::size_t>(n);
+        else if (n < 0 && errno != EAGAIN && errno != EINTR)
+          c.done = true;
+        continue;
+      }
+      char chunk[16384];
+      for (;;) {
+        const ssize_t n = ::recv(c.fd, chunk, sizeof chunk, MSG_DONTWAIT);
+        if (n > 0) {
+          c.in.append(chunk, static_cast<std::size_t>(n));
+          continue;
+        }
+        if (n == 0 || (errno != EAGAIN && errno != EINTR))
+          c.done = true; // closed: the status is whatever arrived complete
+        break;
+      }
+      if (const int status = complete_status(c.in)) {
+        c.status = status;
+        c.done = true;
+      }
+    }
+    if (between_polls)
+      between_polls();
+  }
+  std::vector<int> statuses;
+  for (const auto& c : all)
+    statuses.push_back(c.status);
+  return statuses;
+}
+
+/// One request on an already connected socket `fd`; the status of its answer (0: none within
+/// `limit`). Bytes past the answer are not expected (one request in flight).
+int request_on(int fd, const std::string& request, milliseconds limit = milliseconds{5000}) {
+  if (::send(fd, request.data(), request.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(request.size()))
+    return 0;
+  const auto deadline = clock_type::now() + limit;
+  std::string in;
+  while (clock_type::now() < deadline) {
+    pollfd p{fd, POLLIN, 0};
+    const auto left = std::chrono::duration_cast<milliseconds>(deadline - clock_type::now()).count();
+    if (::poll(&p, 1, static_cast<int>(std::max<long long>(left, 0))) <= 0)
+      continue;
+    char chunk[16384];
+    const ssize_t n = ::recv(fd, chunk, sizeof chunk, MSG_DONTWAIT);
+    if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
+      return 0;
+    if (n > 0)
+      in.append(chunk, static_cast<std::size_t>(n));
+    if (const int status = complete_status(in))
+      return status;
+  }
+  return 0;
+}
+
+/// GET /debug/actors on `conn` (keep-alive): its JSON, or nullopt.
+std::optional<json> debug_actors(raw_connection& conn) {
+  if (!conn.send(get_request("/debug/actors")))
+    return std::nullopt;
+  auto r = conn.read_response();
+  if (!r || r->status != 200)
+    return std::nullopt;
+  auto body = json::parse(r->body, nullptr, false);
+  if (body.is_discarded())
+    return std::nullopt;
+  return body;
+}
+
+// ---- TLS files ----------------------------------------------------------------------------------
+
+/// The full path of `name` on $PATH, or "" when it is not there.
+std::string find_program(const std::string& name) {
+  const char* path = std::getenv("PATH");
+  std::stringstream dirs{path ? path : "/usr/bin:/bin"};
+  std::string dir;
+  while (std::getline(dirs, dir, ':'))
+    if (!dir.empty() && ::access((dir + "/" + name).c_str(), X_OK) == 0)
+      return dir + "/" + name;
+  return {};
+}
+
+/// A self-signed certificate for 127.0.0.1 with its key, and a second key that is not its own,
+/// made once per test run with the openssl command in a temporary directory (removed at exit).
+struct tls_files {
+  std::string dir, cert, key, other_key;
+
+  static const tls_files& get() {
+    static tls_files files;
+    return files;
+  }
+
+private:
+  tls_files() {
+    const std::string openssl = find_program("openssl");
+    if (openssl.empty())
+      throw std::runtime_error("the openssl command is not on PATH");
+    std::string pattern = (std::filesystem::temp_directory_path() / "gather-front-tls-XXXXXX").string();
+    if (!::mkdtemp(pattern.data()))
+      throw std::runtime_error("mkdtemp failed");
+    dir = pattern;
+    cert = dir + "/cert.pem";
+    key = dir + "/key.pem";
+    other_key = dir + "/other-key.pem";
+    auto made = run(openssl, {"req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out",
+                              cert, "-days", "1", "-subj", "/CN=127.0.0.1", "-addext",
+                              "subjectAltName=IP:127.0.0.1"});
+    if (made.code != 0)
+      throw std::runtime_error("openssl req failed: " + made.err);
+    auto other = run(openssl, {"genpkey", "-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:2048",
+                               "-out", other_key});
+    if (other.code != 0)
+      throw std::runtime_error("openssl genpkey failed: " + other.err);
+  }
+  ~tls_files() {
+    std::error_code ignored;
+    std::filesystem::remove_all(dir, ignored);
+  }
+};
+
+/// An HTTPS client that trusts the test certificate (and checks the host name against it).
+std::unique_ptr<httplib::SSLClient> https_client(int port) {
+  auto c = std::make_unique<httplib::SSLClient>("127.0.0.1", port);
+  c->set_ca_cert_path(tls_files::get().cert.c_str());
+  c->enable_server_certificate_verification(true);
+  c->set_connection_timeout(5, 0);
+  c->set_read_timeout(10, 0);
+  return c;
+}
+
+/// The lines of `text` that start with `prefix`.
+std::vector<std::string> lines_starting(const std::string& text, const std::string& prefix) {
+  std::vector<std::string> out;
+  std::stringstream in{text};
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind(prefix, 0) == 0)
+      out.push_back(line);
+  return out;
+}
+
+// ---- config -------------------------------------------------------------------------------------
+
+json minimal_config() {
+  return {{"routes",
+           {{{"path", "/p"},
+             {"sections",
+              {{{"name", "s"}, {"url", "http://h/x"}, {"timeout_ms", 100}, {"required", true}}}}}}}};
+}
+
+json with_top(const std::string& key, json value) {
+  json document = minimal_config();
+  document[key] = std::move(value);
+  return document;
+}
+
+bool has_problem(const gather::config_result& result, const std::string& prefix) {
+  return std::any_of(result.problems.begin(), result.problems.end(),
+                     [&](const std::string& p) { return p.rfind(prefix, 0) == 0; });
+}
+
+void require_problem(const json& document, const std::string& prefix) {
+  const auto result = gather::load_config(document.dump());
+  INFO("config: " << document.dump());
+  for (const std::string& problem : result.problems)
+    UNSCOPED_INFO("problem: " << problem);
+  CHECK_FALSE(result.value.has_value());
+  CHECK(has_problem(result, prefix));
+}
+
+gather::config require_valid(const json& document) {
+  const auto result = gather::load_config(document.dump());
+  INFO("config: " << document.dump());
+  for (const std::string& problem : result.problems)
+    UNSCOPED_INFO("problem: " << problem);
+  REQUIRE(result.value.has_value());
+  REQUIRE(result.problems.empty());
+  return *result.value;
+}
+
+} // namespace
+
+// ---- 1. HTTP/1.0 --------------------------------------------------------------------------------
+
+TEST_CASE("HTTP/1.0 without a Connection header: one answer in HTTP/1.0 and then the connection closes", "[front]") {
+  front_downstream down;
+  down.server.start();
+  running_gateway gw{front_config(down.base_url())};
+  raw_connection conn{gw.port()};
+  REQUIRE(conn.send(get_request("/p", "", "HTTP/1.0")));
+  bool closed = false;
+  const std::string bytes = read_until_closed(conn.fd(), milliseconds{5000}, closed);
+  INFO(bytes);
+  CHECK(closed);
+  CHECK(bytes.rfind("HTTP/1.0 200 ", 0) == 0);
+  CHECK(bytes.find("\r\nConnection: close\r\n") != std::string::npos);
+  const auto body_at = bytes.find("\r\n\r\n");
+  REQUIRE(body_at != std::string::npos);
+  CHECK(json::parse(bytes.substr(body_at + 4))["data"]["s"] == json{{"ok", 1}});
+}
+
+TEST_CASE("HTTP/1.0 with Connection: keep-alive is kept alive and says so", "[front]") {
+  front_downstream down;
+  down.server.start();
+  running_gateway gw{front_config(down.base_url())};
+  raw_connection conn{gw.port()};
+  for (int i = 0; i < 2; ++i) {
+    REQUIRE(conn.send(get_request("/p", "Connection: keep-alive\r\n", "HTTP/1.0")));
+    auto r = conn.read_response();
+    REQUIRE(r);
+    check_p_answer(*r);
+    CHECK(r->header("connection") == "keep-alive");
+  }
+  CHECK_FALSE(conn.closed_now());
+  // Without the header again: answered, then closed.
+  REQUIRE(conn.send(get_request("/p", "", "HTTP/1.0")));
+  auto last = conn.read_response();
+  REQUIRE(last);
+  check_p_answer(*last);
+  CHECK(last->header("connection") == "close");
+  CHECK(conn.wait_closed(milliseconds{3000}));
+}
+
+// ---- 2. keep-alive idle timeout -------------------------------------------------------------------
+
+TEST_CASE("keep_alive_idle_ms: an idle connection is closed after it, a busy one stays open", "[front]") {
+  front_downstream down;
+  down.server.start();
+  running_gateway gw{front_config(down.base_url(), {{"keep_alive_idle_ms", 300}})};
+
+  SECTION("idle after one answered request") {
+    raw_connection conn{gw.port()};
+    REQUIRE(conn.send(get_request("/p")));
+    auto r = conn.read_response();
+    REQUIRE(r);
+    check_p_answer(*r);
+    CHECK(r->header("connection").empty()); // HTTP/1.1: kept alive without saying so
+    const auto answered = clock_type::now();
+    CHECK(conn.wait_closed(milliseconds{5000}));
+    const auto idle_for = ms_since(answered);
+    CHECK(idle_for >= 250);
+    CHECK(idle_for < 3000);
+  }
+  SECTION("never sends a byte") {
+    const auto opened = clock_type::now();
+    raw_connection conn{gw.port()};
+    CHECK(conn.wait_closed(milliseconds{5000}));
+    const auto idle_for = ms_since(opened);
+    CHECK(idle_for >= 250);
+    CHECK(idle_for < 3000);
+  }
+  SECTION("a request every 100 ms for 1 s") {
+    raw_connection conn{gw.port()};
+    const auto start = clock_type::now();
+    int answered = 0;
+    while (ms_since(start) < 1000) {
+      REQUIRE(conn.send(get_request("/p")));
+      auto r = conn.read_response();
+      REQUIRE(r);
+      check_p_answer(*r);
+      ++answered;
+      std::this_thread::sleep_for(milliseconds{100}); // the client's pace, not a synchronisation
+    }
+    CHECK(answered >= 5);
+    CHECK_FALSE(conn.closed_now());
+    REQUIRE(conn.send(get_request("/p")));
+    auto r = conn.read_response();
+    REQUIRE(r);
+    check_p_answer(*r);
+    // Then idle: closed in its turn.
+    CHECK(conn.wait_closed(milliseconds{5000}));
+  }
+}
+
+// ---- 3. Expect: 100-continue -----------------------------------------------------------------------
+
+TEST_CASE("Expect: 100-continue on a batch POST: 100 Continue first, then the answer to the body", "[front]") {
+  front_downstream down;
+  down.server.start();
+  running_gateway gw{front_config(down.base_url(), {{"max_body_bytes", 1000}})};
+  const std::string body = R"({"items": ["a", 7]})";
+  raw_connection conn{gw.port()};
+  REQUIRE(conn.send(expect_head("/orders", body.size())));
+  // The head alone earns the interim answer: the body has not been sent.
+  auto interim = conn.read_response(milliseconds{5000});
+  REQUIRE(interim);
+  CHECK(interim->status == 100);
+  CHECK(interim->body.empty());
+  CHECK(down.server.calls() == 0);
+  REQUIRE(conn.send(body));
+  auto r = conn.read_response();
+  REQUIRE(r);
+  INFO("body " << r->body);
+  CHECK(r->status == 200);
+  const auto answer = json::parse(r->body);
+  REQUIRE(answer["results"].size() == 2);
+  CHECK(answer["results"][0]["item"] == "a");
+  CHECK(answer["results"][0]["data"]["id"] == "a");
+  CHECK(answer["results"][1]["data"]["id"] == "7");
+  CHECK(answer["counts"]["ok"] == 2);
+  // The connection is kept: a next request on it is answered.
+  REQUIRE(conn.send(get_request("/p")));
+  auto next = conn.read_response();
+  REQUIRE(next);
+  check_p_answer(*next);
+}
+
+TEST_CASE("Expect: 100-continue that the head already refuses gets the refusal at once and no 100", "[front]") {
+  front_downstream down;
+  down.server.start();
+  running_gateway gw{front_config(down.base_url(), {{"max_body_bytes", 1000}})};
+  struct refusal_case {
+    std::string target;
+    std::size_t length;
+    int status;
+    std::string code;
+  };
+  const auto c = GENERATE(values<refusal_case>({{"/nowhere", 20, 404, "no_route"},
+                                                {"/p", 20, 405, "method_not_allowed"},
+                                                {"/orders", 5000, 413, "payload_too_large"}}));
+  INFO("POST " << c.target << " Content-Length " << c.length);
+  raw_connection conn{gw.port()};
+  REQUIRE(conn.send(expect_head(c.target, c.length)));
+  // The body is never sent: the answer comes on the head alone, and it is the first response.
+  auto r = conn.read_response(milliseconds{5000});
+  REQUIRE(r);
+  check_refusal(*r, c.status, c.code);
+  if (c.status == 405)
+    CHECK(r->header("allow") == "GET");
+  // The unread body cannot become a next request: the connection ends, nothing more is sent.
+  bool closed = false;
+  const std::string more = read_until_closed(conn.fd(), milliseconds{3000}, closed);
+  CHECK(closed);
+  CHECK(more.empty());
+  CHECK(down.server.calls() == 0);
+}
+
+// ---- 4. TLS ---------------------------------------------------------------------------------------
+
+TEST_CASE("TLS: HTTPS gets the normal answer, plain HTTP on the TLS port gets none", "[front][tls]") {
+  const auto& files = tls_files::get();
+  front_downstream down;
+  down.server.start();
+  running_gateway gw{front_config(down.base_url(), {{"tls", {{"cert_file", files.cert}, {"key_file", files.key}}}})};
+
+  auto c = https_client(gw.port());
+  auto r = c->Get("/p");
+  REQUIRE(r);
+  CHECK(r->status == 200);
+  CHECK(json::parse(r->body)["data"]["s"] == json{{"ok", 1}});
+  CHECK_FALSE(r->get_header_value("X-Request-Id").empty());
+  // Keep-alive over TLS: the same client again.
+  auto again = c->Get("/p");
+  REQUIRE(again);
+  CHECK(again->status == 200);
+
+  {
+    raw_connection plain{gw.port()};
+    REQUIRE(plain.send(get_request("/p")));
+    bool closed = false;
+    const std::string bytes = read_until_closed(plain.fd(), milliseconds{5000}, closed);
+    CHECK(closed);
+    CHECK(bytes.find("HTTP/1.1 200") == std::string::npos);
+  }
+
+  auto fresh = https_client(gw.port());
+  auto after = fresh->Get("/p");
+  REQUIRE(after);
+  CHECK(after->status == 200);
+}
+
+TEST_CASE("TLS: gather serve prints an https address and answers over TLS", "[front][tls]") {
+  const auto& files = tls_files::get();
+  front_downstream down;
+  down.server.start();
+  json cfg = front_config(down.base_url(), {{"tls", {{"cert_file", files.cert}, {"key_file", files.key}}}});
+  child_process gw{binary, {"serve", "--config", temp_file(cfg.dump())}};
+  auto line = gw.wait_for_line("listening on");
+  REQUIRE(line);
+  CHECK(line->find("listening on https://127.0.0.1:") != std::string::npos);
+  auto c = https_client(port_of(*line));
+  auto r = c->Get("/p");
+  REQUIRE(r);
+  CHECK(r->status == 200);
+  gw.signal(SIGTERM);
+  CHECK(gw.wait_exit() == 0);
+}
+
+TEST_CASE("TLS: gather check and serve report a missing or foreign key and a missing certificate by JSON path", "[front][tls][cli]") {
+  const auto& files = tls_files::get();
+  const auto config_with = [](const std::string& cert, const std::string& key) {
+    json cfg = {{"listen", "127.0.0.1:0"},
+                {"routes",
+                 {{{"path", "/p"},
+                   {"sections",
+                    {{{"name", "s"}, {"url", "http://127.0.0.1:1/x"}, {"timeout_ms", 100}, {"required", true}}}}}}},
+                {"tls", {{"cert_file", cert}, {"key_file", key}}}};
+    return temp_file(cfg.dump());
+  };
+  const std::string missing = files.dir + "/no-such-file.pem";
+
+  auto good = run(binary, {"check", "--config", config_with(files.cert, files.key)});
+  INFO("good: " << good.out << good.err);
+  CHECK(good.code == 0);
+
+  struct bad_case {
+    std::string what, cert, key, prefix;
+  };
+  for (const auto& c : {bad_case{"missing key", files.cert, missing, "tls.key_file:"},
+                        bad_case{"foreign key", files.cert, files.other_key, "tls.key_file:"},
+                        bad_case{"missing certificate", missing, files.key, "tls.cert_file:"}}) {
+    const std::string file = config_with(c.cert, c.key);
+    auto r = run(binary, {"check", "--config", file});
+    INFO(c.what << ": exit " << r.code << "\nstdout: " << r.out << "\nstderr: " << r.err);
+    CHECK(r.code == 2);
+    CHECK_FALSE(lines_starting(r.err, c.prefix).empty());
+    CHECK(r.out.find("ok") == std::string::npos);
+    auto served = run(binary, {"serve", "--config", file});
+    CHECK(served.code == 2);
+    CHECK_FALSE(lines_starting(served.err, c.prefix).empty());
+    CHECK(served.out.find("listening") == std::string::npos);
+  }
+}
+
+// ---- 5. max_connections --------------------------------------------------------------------------
+
+TEST_CASE("max_connections: one connection over the limit is closed at once, the others are served", "[front]") {
+  front_downstream down;
+  down.server.start();
+  running_gateway gw{front_config(down.base_url(), {{"max_connections", 5}})};
+  std::vector<std::unique_ptr<raw_connection>> conns;
+  for (int i = 0; i < 5; ++i) {
+    conns.push_back(std::make_unique<raw_connection>(gw.port()));
+    REQUIRE(conns.back()->send(get_request("/p")));
+    auto r = conns.back()->read_response();
+    REQUIRE(r); // answered: surely accepted
+    check_p_answer(*r);
+  }
+
+  {
+    raw_connection sixth{gw.port()}; // the kernel completes the handshake; the gateway closes it
+    const auto start = clock_type::now();
+    bool closed = false;
+    const std::string bytes = read_until_closed(sixth.fd(), milliseconds{2000}, closed);
+    CHECK(closed);
+    CHECK(bytes.empty());
+    CHECK(ms_since(start) < 2000);
+  }
+
+  REQUIRE(conns[0]->send(get_request("/p")));
+  auto still = conns[0]->read_response();
+  REQUIRE(still);
+  check_p_answer(*still);
+
+  auto stats = debug_actors(*conns[1]);
+  REQUIRE(stats);
+  INFO(stats->dump());
+  CHECK(stats->value("connections", -1) == 5);
+  CHECK(stats->value("connections_refused", 0) >= 1);
+  CHECK(stats->value("io_threads", 0) == 1);
+
+  // One leaves: a new connection is taken again.
+  conns[4]->close();
+  CHECK(eventually([&] {
+    auto now = debug_actors(*conns[1]);
+    return now && now->value("connections", -1) == 4;
+  }));
+  raw_connection next{gw.port()};
+  REQUIRE(next.send(get_request("/p")));
+  auto r = next.read_response();
+  REQUIRE(r);
+  check_p_answer(*r);
+}
+
+// ---- 6. 1,000 connections at once on a fresh process ---------------------------------------------
+
+TEST_CASE("a fresh gather serve answers 1000 connections opened at once, on a constant set of threads", "[front][load]") {
+  REQUIRE(raise_fd_limit() >= 4096); // 1,000 clients + the downstreams' 2,000 (test and gateway)
+  // A required section that answers at once, an optional one that never does (fallback at 200 ms).
+  test_server fast{128};
+  fast.raw().set_keep_alive_max_count(1); // a worker freed after each answer, whatever curl keeps
+  fast.get("/ok", [](const httplib::Request&, httplib::Response& res) {
+    res.set_content(R"({"ok":1})", "application/json");
+  });
+  fast.start();
+  silent_server hung;
+  json cfg = {{"listen", "127.0.0.1:0"},
+              {"max_inflight", 4096},
+              {"routes",
+               {{{"path", "/p"},
+                 {"deadline_ms", 1000},
+                 {"sections",
+                  {section("fast", fast.base_url() + "/ok", 1000, {{"required", true}}),
+                   section("slow", hung.base_url() + "/x", 200, {{"fallback", json::object()}})}}}}}};
+  gather_process gw{cfg};
+  const pid_t pid = gw.child.pid();
+  const int threads_before = threads_of(pid);
+  int threads_most = threads_before, threads_least = threads_before;
+
+  const auto start = clock_type::now();
+  const auto statuses = burst(gw.port, 1000, get_request("/p"), milliseconds{10000}, [&] {
+    const int now = threads_of(pid);
+    threads_most = std::max(threads_most, now);
+    threads_least = std::min(threads_least, now);
+  });
+  const auto took = ms_since(start);
+  const int threads_after = threads_of(pid);
+  const auto ok = std::count(statuses.begin(), statuses.end(), 200);
+  const auto none = std::count(statuses.begin(), statuses.end(), 0);
+  WARN("1000 connections at once: " << ok << " answered 200, " << none << " unanswered, in " << took
+                                    << " ms; gateway threads before " << threads_before << ", during "
+                                    << threads_least << ".." << threads_most << ", after " << threads_after);
+  std::map<int, int> by_status;
+  for (int status : statuses)
+    ++by_status[status];
+  for (const auto& [status, n] : by_status)
+    UNSCOPED_INFO("status " << status << ": " << n);
+  CHECK(ok == 1000);
+  CHECK(threads_before <= 16);
+  CHECK(threads_most == threads_before);
+  CHECK(threads_least == threads_before);
+  CHECK(threads_after == threads_before);
+  gw.child.signal(SIGTERM);
+  CHECK(gw.child.wait_exit(std::chrono::seconds(10)) == 0);
+  if (ok != 1000) { // what the gateway logged for the others
+    std::stringstream log{gw.child.err()};
+    std::string line;
+    int shown = 0;
+    while (std::getline(log, line) && shown < 5)
+      if (line.find("\"status\":200") == std::string::npos && line.rfind("{", 0) == 0) {
+        WARN(line.substr(0, 600));
+        ++shown;
+      }
+  }
+}
+
+// ---- 7. 10,000 idle keep-alive connections -------------------------------------------------------
+
+TEST_CASE("10000 idle keep-alive connections cost little memory and no threads, and a new one is served", "[front][load]") {
+  constexpr int idle = 10000;
+  REQUIRE(raise_fd_limit() >= idle + 200);
+  front_downstream down;
+  down.server.raw().set_keep_alive_max_count(100000);
+  down.server.start();
+  gather_process gw{front_config(down.base_url(), {{"max_connections", idle + 100},
+                                                    {"keep_alive_idle_ms", 120000},
+                                                    {"max_inflight", 1024}})};
+  const pid_t pid = gw.child.pid();
+
+  // The probe: a connection of its own for /debug/actors, open throughout (so counted).
+  raw_connection probe{gw.port};
+  for (int i = 0; i < 3; ++i) { // warm: the first requests allocate what every request reuses
+    REQUIRE(probe.send(get_request("/p")));
+    auto r = probe.read_response();
+    REQUIRE(r);
+    check_p_answer(*r);
+  }
+  const auto connections_now = [&]() -> long long {
+    auto stats = debug_actors(probe);
+    return stats ? stats->value("connections", -1LL) : -1;
+  };
+  REQUIRE(connections_now() == 1);
+  const long rss_before = rss_kib(pid);
+  const int threads_before = threads_of(pid);
+
+  // Open them in steps well inside the listen backlog (4096), each step accepted before the next.
+  const auto start = clock_type::now();
+  fd_set_guard conns;
+  constexpr int step = 1000;
+  while (static_cast<int>(conns.fds.size()) < idle) {
+    std::vector<pollfd> pending;
+    for (int i = 0; i < step; ++i) {
+      const int fd = connect_nonblocking(gw.port);
+      if (fd < 0)
+        break;
+      conns.fds.push_back(fd);
+      pending.push_back({fd, POLLOUT, 0});
+    }
+    REQUIRE(pending.size() == static_cast<std::size_t>(step));
+    const auto step_deadline = clock_type::now() + std::chrono::seconds(10);
+    std::size_t connected = 0, failed = 0;
+    while (connected + failed < pending.size() && clock_type::now() < step_deadline) {
+      ::poll(pending.data(), pending.size(), 100);
+      for (auto& p : pending) {
+        if (p.fd >= 0 && p.revents) {
+          int err = 0;
+          socklen_t len = sizeof err;
+          ::getsockopt(p.fd, SOL_SOCKET, SO_ERROR, &err, &len);
+          ++(err == 0 ? connected : failed);
+          p.fd = -1; // poll ignores it from now on
+        }
+      }
+    }
+    REQUIRE(connected == pending.size());
+    const long long expected = static_cast<long long>(conns.fds.size()) + 1;
+    REQUIRE(eventually([&] { return connections_now() == expected; }, std::chrono::seconds(10)));
+  }
+  const auto opened_in = ms_since(start);
+
+  // One request on every 100th of them.
+  int sampled = 0, sampled_ok = 0;
+  for (std::size_t i = 0; i < conns.fds.size(); i += 100, ++sampled)
+    sampled_ok += request_on(conns.fds[i], get_request("/p")) == 200;
+  CHECK(sampled_ok == sampled);
+
+  const long rss_after = rss_kib(pid);
+  const int threads_after = threads_of(pid);
+  const double per_connection_kib = static_cast<double>(rss_after - rss_before) / idle;
+  REQUIRE(connections_now() == idle + 1);
+
+  // Connection number 10,001 (10,002 with the probe) is served too.
+  raw_connection newest{gw.port};
+  REQUIRE(newest.send(get_request("/p")));
+  auto r = newest.read_response();
+  REQUIRE(r);
+  check_p_answer(*r);
+
+  WARN(idle << " idle connections opened in " << opened_in << " ms; gateway RSS " << rss_before
+            << " KiB -> " << rss_after << " KiB: " << per_connection_kib
+            << " KiB per connection; threads " << threads_before << " -> " << threads_after << "; "
+            << sampled_ok << "/" << sampled << " sampled requests answered 200");
+  CHECK(threads_after == threads_before);
+  CHECK(per_connection_kib < 32.0);
+
+  // SIGTERM with all of them open: idle connections close at once and the process exits 0.
+  // (The gateway closing first also leaves the TIME_WAITs on its side, not 10,000 of this
+  // machine's ephemeral ports held for a minute.)
+  const auto drain_start = clock_type::now();
+  gw.child.signal(SIGTERM);
+  CHECK(gw.child.wait_exit(std::chrono::seconds(10)) == 0);
+  const auto drained_in = ms_since(drain_start);
+  WARN("SIGTERM with " << idle + 2 << " idle connections: exited in " << drained_in << " ms");
+  CHECK(drained_in < 5000);
+  CHECK(newest.wait_closed(milliseconds{1000}));
+  for (std::size_t i = 0; i < conns.fds.size(); i += 1000) {
+    bool closed = false;
+    read_until_closed(conns.fds[i], milliseconds{1000}, closed);
+    CHECK(closed);
+  }
+}
+
+// ---- 8. config keys of the front -----------------------------------------------------------------
+
+TEST_CASE("config: io_threads is an integer from 1 to 64", "[front][config]") {
+  const std::string io = "io_threads: must be an integer from 1 to 64";
+  require_problem(with_top("io_threads", 0), io);
+  require_problem(with_top("io_threads", 65), io);
+  require_problem(with_top("io_threads", "x"), io);
+  require_problem(with_top("io_threads", 2.5), io);
+  CHECK(require_valid(with_top("io_threads", 64)).io_threads == 64);
+  CHECK(require_valid(with_top("io_threads", 1)).io_threads == 1);
+}
+
+TEST_CASE("config: the inbound limits have ranges and defaults", "[front][config]") {
+  require_problem(with_top("max_connections", 0), "max_connections: must be an integer from 1 to 1000000");
+  require_problem(with_top("max_connections", 1000001), "max_connections: must be an integer from 1 to 1000000");
+  require_problem(with_top("max_request_line_bytes", 63), "max_request_line_bytes: must be an integer from 64");
+  require_problem(with_top("max_header_bytes", 255), "max_header_bytes: must be an integer from 256");
+  require_problem(with_top("max_headers", 0), "max_headers: must be an integer from 1");
+  require_problem(with_top("request_timeout_ms", 0), "request_timeout_ms: must be an integer from 1");
+  require_problem(with_top("keep_alive_idle_ms", 0), "keep_alive_idle_ms: must be an integer from 1");
+  require_problem(with_top("keep_alive_idle_ms", "300"), "keep_alive_idle_ms: must be an integer from 1");
+
+  const auto defaults = require_valid(minimal_config());
+  CHECK(defaults.io_threads == 1);
+  CHECK(defaults.inbound.max_connections == 10000);
+  CHECK(defaults.inbound.max_request_line_bytes == 8192);
+  CHECK(defaults.inbound.max_header_bytes == 16384);
+  CHECK(defaults.inbound.max_headers == 100);
+  CHECK(defaults.inbound.request_timeout == milliseconds{10000});
+  CHECK(defaults.inbound.keep_alive_idle == milliseconds{60000});
+  CHECK_FALSE(defaults.tls.has_value());
+
+  json set = minimal_config();
+  set["max_connections"] = 5;
+  set["keep_alive_idle_ms"] = 300;
+  set["request_timeout_ms"] = 1500;
+  const auto cfg = require_valid(set);
+  CHECK(cfg.inbound.max_connections == 5);
+  CHECK(cfg.inbound.keep_alive_idle == milliseconds{300});
+  CHECK(cfg.inbound.request_timeout == milliseconds{1500});
+}
+
+TEST_CASE("config: tls needs both files and no other key", "[front][config]") {
+  require_problem(with_top("tls", {{"cert_file", "c.pem"}}), "tls.key_file: is required");
+  require_problem(with_top("tls", {{"key_file", "k.pem"}}), "tls.cert_file: is required");
+  require_problem(with_top("tls", {{"cert_file", "c.pem"}, {"key_file", "k.pem"}, {"ca_file", "x"}}),
+                  "tls.ca_file: unknown key");
+  require_problem(with_top("tls", {{"cert_file", ""}, {"key_file", "k.pem"}}),
+                  "tls.cert_file: must be a non-empty file name");
+  require_problem(with_top("tls", {{"cert_file", 1}, {"key_file", "k.pem"}}), "tls.cert_file:");
+  require_problem(with_top("tls", "c.pem"), "tls:");
+  // The files themselves are checked by gather check/serve (tls_problems), not by the parser.
+  const auto cfg = require_valid(with_top("tls", {{"cert_file", "c.pem"}, {"key_file", "k.pem"}}));
+  REQUIRE(cfg.tls.has_value());
+  CHECK(cfg.tls->cert_file == "c.pem");
+  CHECK(cfg.tls->key_file == "k.pem");
+}
+
+TEST_CASE("config: a $schema key is accepted and ignored", "[front][config]") {
+  const auto cfg = require_valid(with_top("$schema", "x"));
+  CHECK(cfg.routes.size() == 1);
+  require_problem(with_top("$schemas", "x"), "$schemas: unknown key");
+}
