@@ -30,7 +30,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "gather/downstream_client.hpp"
+#include "gather/downstream/downstream_client.hpp"
 #include "support/child_process.hpp"
 #include "support/test_server.hpp"
 
