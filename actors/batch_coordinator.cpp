@@ -29,7 +29,7 @@
 #include "gather/answer/batch_response.hpp"
 #include "gather/downstream/downstream_answer.hpp"
 #include "gather/downstream/downstream_request.hpp"
-#include "gather/values/messages.hpp"
+#include "gather/actors/messages.hpp"
 #include "gather/ops/metrics.hpp"
 #include "gather/ops/request_log.hpp"
 #include "gather/downstream/retry_rule.hpp"

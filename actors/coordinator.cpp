@@ -27,7 +27,7 @@
 #include "gather/answer/aggregate_response.hpp"
 #include "gather/values/atoms.hpp"
 #include "gather/downstream/downstream_request.hpp"
-#include "gather/values/messages.hpp"
+#include "gather/actors/messages.hpp"
 #include "gather/ops/metrics.hpp"
 #include "gather/ops/request_log.hpp"
 #include "gather/config/url_template.hpp"

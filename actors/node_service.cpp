@@ -9,7 +9,7 @@
 
 #include "gather/values/atoms.hpp"
 #include "gather/cluster/cluster.hpp"
-#include "gather/values/messages.hpp"
+#include "gather/actors/messages.hpp"
 #include "gather/actors/section_worker.hpp"
 #include "gather/cluster/worker_node.hpp"
 

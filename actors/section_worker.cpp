@@ -22,7 +22,7 @@
 #include "gather/values/atoms.hpp"
 #include "gather/cluster/cluster.hpp"
 #include "gather/downstream/downstream_answer.hpp"
-#include "gather/values/messages.hpp"
+#include "gather/actors/messages.hpp"
 #include "gather/ops/metrics.hpp"
 #include "gather/downstream/retry_rule.hpp"
 #include "gather/actors/section_cache.hpp"

@@ -10,7 +10,7 @@
 #include "gather/config/config.hpp"
 #include "gather/demo.hpp"
 #include "gather/front/tls_context.hpp"
-#include "gather/runtime/gateway.hpp"
+#include "gather/gateway.hpp"
 #include "gather/cluster/worker_node.hpp"
 
 namespace {

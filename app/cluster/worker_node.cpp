@@ -7,7 +7,7 @@
 
 #include "gather/downstream/downstream_client.hpp"
 #include "gather/values/gateway_stats.hpp"
-#include "gather/values/messages.hpp"
+#include "gather/actors/messages.hpp"
 #include "gather/actors/section_worker.hpp"
 
 namespace gather {

@@ -8,7 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "gather/config/config.hpp"
-#include "gather/runtime/gateway.hpp"
+#include "gather/gateway.hpp"
 
 namespace gather::test {
 

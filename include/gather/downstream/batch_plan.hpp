@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
-#include "gather/front/batch_body.hpp"
 #include "gather/config/config.hpp"
+#include "gather/values/batch_item.hpp"
 #include "gather/values/inbound_request.hpp"
 
 namespace gather {

@@ -6,12 +6,9 @@
 #include <string_view>
 #include <vector>
 
-namespace gather {
+#include "gather/values/batch_item.hpp"
 
-struct batch_item {
-  std::string text; ///< what `{item}` substitutes: a string as is, a number as JSON writes it
-  std::string json; ///< the item as its result row shows it: 7 stays 7, "7" stays "7"
-};
+namespace gather {
 
 /// The items, or why the body is refused (400 bad_request).
 struct batch_body {

@@ -1,4 +1,4 @@
-#include "gather/runtime/gateway.hpp"
+#include "gather/gateway.hpp"
 
 #include <stdexcept>
 
@@ -14,7 +14,7 @@
 #include "gather/ops/inflight_registry.hpp"
 #include "gather/ops/metrics.hpp"
 #include "gather/actors/section_cache.hpp"
-#include "gather/values/messages.hpp"
+#include "gather/actors/messages.hpp"
 
 namespace gather {
 

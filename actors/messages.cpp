@@ -1,4 +1,4 @@
-#include "gather/values/messages.hpp"
+#include "gather/actors/messages.hpp"
 
 #include "gather/actors/section_cache.hpp"
 #include "gather/values/section_work.hpp"
