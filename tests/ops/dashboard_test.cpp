@@ -50,7 +50,7 @@ bool update_screenshots() {
 }
 
 fs::path docs_dir() {
-  return fs::path{__FILE__}.parent_path().parent_path() / "docs";
+  return fs::path{GATHER_SOURCE_DIR} / "docs";
 }
 
 std::string read_file(const fs::path& p) {
@@ -68,6 +68,45 @@ std::string interesting_lines(const std::string& err) {
     if (line.find("dbus") == std::string::npos && line.find("D-Bus") == std::string::npos)
       kept += line + "\n";
   return kept.size() > 4000 ? kept.substr(kept.size() - 4000) : kept;
+}
+
+/// Where the first difference between `want` and `got` is, with some context; empty when equal.
+/// (Catch would print both pages whole.)
+std::string difference(const std::string& want, const std::string& got) {
+  if (want == got)
+    return {};
+  std::size_t at = 0;
+  while (at < want.size() && at < got.size() && want[at] == got[at])
+    ++at;
+  const auto from = at < 80 ? 0 : at - 80;
+  return "sizes " + std::to_string(want.size()) + " and " + std::to_string(got.size()) +
+         ", first difference at byte " + std::to_string(at) + "\nwanted: ..." + want.substr(from, 160) +
+         "\ngot:    ..." + got.substr(from, 160);
+}
+
+/// The page as built from app/ops/dashboard/ now: index.html with its line
+/// `<link rel="stylesheet" href="dashboard.css">` replaced by <style>, dashboard.css, </style>, and
+/// its line `<script src="dashboard.js"></script>` by <script>, dashboard.js, </script>. The same
+/// inlining as cmake/embed_dashboard.cmake, written a second time so that this checks the build step.
+std::string page_from_sources() {
+  const fs::path dir = fs::path{GATHER_SOURCE_DIR} / "app" / "ops" / "dashboard";
+  std::string page = read_file(dir / "index.html");
+  REQUIRE(!page.empty());
+  auto inline_file = [&page](const std::string& marker, const std::string& tag, std::string content) {
+    INFO("index.html's line " << marker);
+    const std::string line = marker + "\n";
+    const auto at = page.find(line);
+    REQUIRE(at != std::string::npos);
+    REQUIRE((at == 0 || page[at - 1] == '\n'));
+    REQUIRE(page.find(line, at + 1) == std::string::npos);
+    REQUIRE(!content.empty());
+    if (content.back() != '\n')
+      content += '\n';
+    page.replace(at, line.size(), "<" + tag + ">\n" + content + "</" + tag + ">\n");
+  };
+  inline_file(R"(<link rel="stylesheet" href="dashboard.css">)", "style", read_file(dir / "dashboard.css"));
+  inline_file(R"(<script src="dashboard.js"></script>)", "script", read_file(dir / "dashboard.js"));
+  return page;
 }
 
 struct browser_result {
@@ -522,6 +561,31 @@ TEST_CASE("GET /dashboard is one self-contained HTML page", "[dashboard]") {
   auto head = gw.client().Head("/dashboard");
   REQUIRE(head);
   CHECK(head->status == 405);
+}
+
+TEST_CASE("the page the binary serves is index.html with dashboard.css and dashboard.js inlined",
+          "[dashboard]") {
+  // Built from the files now, so the embedded page and its sources cannot drift apart.
+  const std::string want = page_from_sources();
+  {
+    const auto embedded = difference(want, gather::dashboard_html());
+    INFO("the embedded page (rebuild after editing app/ops/dashboard/): " << embedded);
+    CHECK(embedded.empty());
+  }
+
+  const json cfg = route_config_json("/p", {section("a", "http://127.0.0.1:9/x", 100, {{"fallback", 1}})}, 1000);
+  child_process gw{GATHER_BINARY, {"serve", "--config", temp_file(cfg.dump()), "--listen", "127.0.0.1:0"}};
+  auto line = gw.wait_for_line("listening on");
+  REQUIRE(line);
+  const auto port = std::stoi(line->substr(line->rfind(':') + 1));
+  httplib::Client client{"127.0.0.1", port};
+  auto r = client.Get("/dashboard");
+  REQUIRE(r);
+  CHECK(r->status == 200);
+  CHECK(r->get_header_value("Content-Security-Policy") == gather::dashboard_csp());
+  const auto served = difference(want, r->body);
+  INFO("the page served: " << served);
+  CHECK(served.empty());
 }
 
 TEST_CASE("the dashboard draws a known scrape: parsing, escapes, rates, interval quantiles, 60 s windows",
