@@ -90,7 +90,7 @@ http_reply debug_actors(const ops_sources& src) {
   return reply;
 }
 
-/// The live page (app/dashboard.cpp): self-contained, so the policy allows nothing from elsewhere.
+/// The live page (app/ops/dashboard.cpp): self-contained, so the policy allows nothing from elsewhere.
 http_reply dashboard(const std::string& /*request_id*/) {
   http_reply reply;
   reply.content_type = "text/html; charset=utf-8";
