@@ -1,0 +1,29 @@
+// Reading a batch route's `batch` object.
+
+#include "gather/config/config_reader.hpp"
+
+namespace gather::config_reader {
+
+batch_config read_batch(const object_reader& batch, const route_config& route,
+                        bool route_path_valid) {
+  batch.reject_unknown_keys({"url", "max_items", "concurrency", "timeout_ms", "retry",
+                             "deadline_ms", "fields", "forward_headers"});
+  batch_config out;
+  out.url =
+      read_url(batch, template_scope{route_path_valid ? &route : nullptr, nullptr, std::nullopt});
+  const bool has_item =
+      std::any_of(out.url.parts.begin(), out.url.parts.end(),
+                  [](const url_part& part) { return part.what == url_part::kind::item; });
+  if (!out.url.source.empty() && !has_item)
+    batch.problem("url", "must contain {item}");
+  batch.read_integer("max_items", 1, 100000, out.max_items);
+  batch.read_integer("concurrency", 1, 10000, out.concurrency);
+  batch.read_required_millis("timeout_ms", 1, max_timeout_ms, out.timeout);
+  out.retry = read_retry(batch);
+  batch.read_millis("deadline_ms", 1, 3600000, out.deadline);
+  out.fields = read_fields(batch);
+  out.forward_headers = read_forward_headers(batch);
+  return out;
+}
+
+} // namespace gather::config_reader

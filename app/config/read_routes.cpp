@@ -1,0 +1,86 @@
+// Reading the `routes` array: each route's kind and deadline, then overlaps between routes.
+
+#include "gather/config/config_reader.hpp"
+
+namespace gather::config_reader {
+
+namespace {
+
+/// A route as read, and whether its path is valid (only then is it compared with the others).
+struct read_route_result {
+  route_config route;
+  bool path_valid = false;
+};
+
+read_route_result read_route(const object_reader& route) {
+  route.reject_unknown_keys({"path", "deadline_ms", "sections", "batch"});
+  read_route_result result;
+  route_config& out = result.route;
+  result.path_valid = read_route_path(route, out);
+  const json* sections = route.find("sections");
+  const bool has_sections = sections != nullptr;
+  const bool has_batch = route.find("batch") != nullptr;
+  if (has_sections && has_batch)
+    route.problems().add(route.path(),
+                         "has both \"sections\" and \"batch\" (a route is one or the other)");
+  else if (!has_sections && !has_batch)
+    route.problems().add(route.path(),
+                         "needs \"sections\" (an aggregate route) or \"batch\" (a batch route)");
+  if (has_batch && route.find("deadline_ms"))
+    route.problem("deadline_ms",
+                  "not allowed beside \"batch\" (a batch route's deadline is batch.deadline_ms)");
+  else
+    route.read_millis("deadline_ms", 1, max_timeout_ms, out.deadline);
+  if (has_batch && has_capture(out, "item"))
+    route.problem("path",
+                  "capture {item} is not allowed in a batch route ({item} is the batch item)");
+  if (has_sections)
+    read_sections(route, sections, result.path_valid, out);
+  if (const auto batch = route.read_object("batch"))
+    out.batch = read_batch(*batch, out, result.path_valid);
+  return result;
+}
+
+/// Reports each route that overlaps an earlier one, on the later route's path.
+void check_overlaps(const std::vector<read_route_result>& routes, const std::string& routes_path,
+                    problem_list& problems) {
+  for (std::size_t later = 0; later < routes.size(); ++later) {
+    for (std::size_t earlier = 0; earlier < later; ++earlier) {
+      if (routes[later].path_valid && routes[earlier].path_valid &&
+          overlap(routes[earlier].route, routes[later].route))
+        problems.add(member_path(element_path(routes_path, later), "path"),
+                     "overlaps routes[" + std::to_string(earlier) + "].path " +
+                         in_quotes(routes[earlier].route.path));
+    }
+  }
+}
+
+} // namespace
+
+std::vector<route_config> read_routes(const object_reader& top) {
+  const std::string expected = "a non-empty array of routes";
+  if (!top.require("routes", expected))
+    return {};
+  const json& routes = *top.find("routes");
+  if (!routes.is_array() || routes.empty()) {
+    top.problem("routes", "must be " + expected);
+    return {};
+  }
+  std::vector<read_route_result> results;
+  for (std::size_t i = 0; i < routes.size(); ++i) {
+    const std::string path = element_path(top.path_of("routes"), i);
+    if (routes[i].is_object()) {
+      results.push_back(read_route(object_reader(routes[i], path, top.problems())));
+    } else {
+      top.problems().add(path, "must be an object");
+      results.emplace_back();
+    }
+  }
+  check_overlaps(results, top.path_of("routes"), top.problems());
+  std::vector<route_config> out;
+  for (read_route_result& result : results)
+    out.push_back(std::move(result.route));
+  return out;
+}
+
+} // namespace gather::config_reader

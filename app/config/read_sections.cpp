@@ -1,0 +1,151 @@
+// Reading an aggregate route's `sections`, then the checks across them.
+
+#include "gather/config/config_reader.hpp"
+
+#include <set>
+
+namespace gather::config_reader {
+
+namespace {
+
+/// Names that would be read as `{query.q}`, `{header.h}` or `{item}` in a URL template.
+constexpr std::string_view reserved_section_names[] = {"query", "header", "item"};
+
+/// [a-z][a-z0-9_]*: a section's name.
+bool is_section_name(std::string_view name) {
+  return !name.empty() && name[0] >= 'a' && name[0] <= 'z' &&
+         std::all_of(name.begin(), name.end(),
+                     [](char c) { return (c >= 'a' && c <= 'z') || is_digit(c) || c == '_'; });
+}
+
+/// Reads `fallback_from` ("s" or "s.a.b"); nullopt when absent or invalid (reported).
+std::optional<field_ref> read_fallback_from(const object_reader& section,
+                                            const template_scope& scope) {
+  const std::string expected = "a string \"s\" or \"s.a.b\" naming another section's data";
+  const std::optional<std::string> text = section.read_string("fallback_from", expected);
+  if (!text)
+    return std::nullopt;
+  const std::optional<field_path> pieces = parse_dotted(*text);
+  if (!pieces) {
+    section.problem("fallback_from", "must be " + expected);
+    return std::nullopt;
+  }
+  const auto target = scope.sections->find(pieces->front());
+  if (target == scope.sections->end()) {
+    section.problem("fallback_from", "this route has no section " + in_quotes(pieces->front()));
+    return std::nullopt;
+  }
+  if (target->second == scope.self) {
+    section.problem("fallback_from", "a section cannot fall back to its own data");
+    return std::nullopt;
+  }
+  return field_ref{target->second, field_path(pieces->begin() + 1, pieces->end())};
+}
+
+void read_section_name(const object_reader& section, std::size_t index,
+                       const std::map<std::string, std::size_t>& names, section_config& out) {
+  const std::string expected = "a string matching [a-z][a-z0-9_]*";
+  if (!section.require("name", expected))
+    return;
+  const std::optional<std::string> name = section.read_string("name", expected);
+  if (!name)
+    return;
+  out.name = *name;
+  if (!is_section_name(*name))
+    section.problem("name", "must match [a-z][a-z0-9_]*");
+  else if (contains(reserved_section_names, *name))
+    section.problem(
+        "name",
+        in_quotes(*name) +
+            " is reserved: {query.q}, {header.h} and {item} mean something else in URL templates");
+  else if (const std::size_t first = names.at(*name); first != index)
+    section.problem("name", "duplicate section name " + in_quotes(*name) + " (also sections[" +
+                                std::to_string(first) + "])");
+}
+
+/// An optional section must say how it degrades. A `required` that is not a boolean is reported
+/// on its own and does not also count as optional.
+bool is_optional(const object_reader& section) {
+  const json* required = section.find("required");
+  return !required || (required->is_boolean() && !required->get<bool>());
+}
+
+/// The distinct sections a URL reads, in route order.
+std::vector<std::size_t> url_dependencies(const url_template& url) {
+  std::set<std::size_t> sections;
+  for (const url_part& part : url.parts) {
+    if (part.what == url_part::kind::section)
+      sections.insert(part.section);
+  }
+  return {sections.begin(), sections.end()};
+}
+
+section_config read_section(const object_reader& section, std::size_t index,
+                            const route_config& route, bool route_path_valid,
+                            const std::map<std::string, std::size_t>& names) {
+  section.reject_unknown_keys({"name", "url", "timeout_ms", "required", "fallback", "fallback_from",
+                               "retry", "cache_ttl_ms", "stale_ttl_ms", "fields", "forward_headers"});
+  const template_scope scope{route_path_valid ? &route : nullptr, &names, index};
+  section_config out;
+  read_section_name(section, index, names, out);
+  out.url = read_url(section, scope);
+  out.depends_on = url_dependencies(out.url);
+  section.read_required_millis("timeout_ms", 1, max_timeout_ms, out.timeout);
+  section.read_bool("required", out.required);
+  if (const json* fallback = section.find("fallback")) {
+    if (fallback->is_null())
+      section.problem("fallback", "must not be null (any other JSON value; leave it out for none)");
+    else
+      out.fallback = *fallback;
+  }
+  out.fallback_from = read_fallback_from(section, scope);
+  out.retry = read_retry(section);
+  section.read_millis("cache_ttl_ms", 0, 86400000, out.cache_ttl);
+  section.read_millis("stale_ttl_ms", 0, 86400000, out.stale_ttl);
+  if (out.stale_ttl.count() > 0 && out.cache_ttl.count() == 0)
+    section.problem("stale_ttl_ms", "needs cache_ttl_ms: only cached data can be served stale");
+  out.fields = read_fields(section);
+  out.forward_headers = read_forward_headers(section);
+  if (is_optional(section) && !section.find("fallback") && !section.find("fallback_from"))
+    section.problems().add(section.path(),
+                           "optional section needs \"fallback\" or \"fallback_from\"");
+  return out;
+}
+
+/// Section name -> index of its first occurrence; names that break the naming rule are included so
+/// that references to them are not reported a second time.
+std::map<std::string, std::size_t> section_names(const json& sections) {
+  std::map<std::string, std::size_t> names;
+  for (std::size_t i = 0; i < sections.size(); ++i) {
+    const json& section = sections[i];
+    if (section.is_object() && section.contains("name") && section["name"].is_string())
+      names.emplace(section["name"].get<std::string>(), i);
+  }
+  return names;
+}
+
+} // namespace
+
+void read_sections(const object_reader& route_object, const json* sections, bool route_path_valid,
+                   route_config& route) {
+  const std::string path = route_object.path_of("sections");
+  if (!sections->is_array() || sections->empty()) {
+    route_object.problem("sections", "must be a non-empty array of sections");
+    return;
+  }
+  const std::map<std::string, std::size_t> names = section_names(*sections);
+  for (std::size_t i = 0; i < sections->size(); ++i) {
+    const std::string section_path = element_path(path, i);
+    if (!(*sections)[i].is_object()) {
+      route_object.problems().add(section_path, "must be an object");
+      route.sections.emplace_back();
+      continue;
+    }
+    const object_reader section((*sections)[i], section_path, route_object.problems());
+    route.sections.push_back(read_section(section, i, route, route_path_valid, names));
+  }
+  check_projected_references(route.sections, path, route_object.problems());
+  order_sections(route, path, route_object.problems());
+}
+
+} // namespace gather::config_reader
