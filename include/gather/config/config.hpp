@@ -136,7 +136,7 @@ struct config {
 };
 
 /// Either a config or every problem found, one string each: "<json path>: <what is wrong>",
-/// e.g. "routes[1].sections[0].timeout_ms: must be a positive integer".
+/// e.g. "routes[1].sections[0].timeout_ms: must be an integer from 1 to 600000".
 struct config_result {
   std::optional<config> value;
   std::vector<std::string> problems;
