@@ -20,10 +20,12 @@ for ((r = 1; r <= ROUNDS; r++)); do
   for who in gather peer; do
     bin=$GATHER; [[ $who == peer ]] && bin=$PEER_BIN
     echo "== round $r: $who ($bin)"
-    GATHER_BIN=$bin "$ROOT/bench/run.sh" "${scenarios[@]}" | tee /dev/stderr |
-      awk -v who="$who" '/^S[0-9] / {print who, $1, $4, $7, $8, $10, $12}' >> "$ROWS"
+    # Scenario names have one to three words: read the row's figures from its end.
+    GATHER_BIN=$bin "$ROOT/bench/run.sh" "${scenarios[@]}" | tee -a "$ROWS.log" |
+      awk -v who="$who" '/^S[0-9] / {print who, $1, $(NF-10), $(NF-7), $(NF-6), $(NF-4), $(NF-2)}' >> "$ROWS"
   done
-done 2>&1
+done
+cat "$ROWS.log"; rm -f "$ROWS.log"
 
 echo
 echo "medians of $ROUNDS interleaved rounds (req/s, p99 ms, non-200, threads idle/load, us CPU/req)"
