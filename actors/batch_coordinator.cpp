@@ -8,7 +8,7 @@
 //   +-------------------------+
 //      | submit(url of call c)           ^ done_atom(c, transfer_result)
 //      v                                 |
-//   downstream_client (curl multi on the event loops; at most `concurrency` calls of this batch)
+//   downstream_client (Beast on the event loops; at most `concurrency` calls of this batch)
 //
 // Life: start the first `concurrency` calls; whenever a call ends (ok, or failed with no retry
 // allowed) start the next waiting one, so the window slides and never waits for a whole chunk;

@@ -131,7 +131,7 @@ void launch(coordinator_ptr self, std::size_t i) {
                             std::move(call));
   st.phases[i] = phase::running;
   st.started[i] = clock::now();
-  // No timeout on this request: the worker's attempts have exact timeouts of their own (curl's),
+  // No timeout on this request: the worker's attempts have exact timeouts of their own (the client's),
   // and the deadline message bounds everything else. (A request timeout would be one more entry
   // on CAF's clock thread per section: a thread wake-up each.)
   self->request(worker, caf::infinite, run_atom::value)

@@ -2,7 +2,7 @@
 //
 //   coordinator --run--------------> worker --lookup--> section_cache   (cached sections only:
 //                                           <--hit | lead | joined(outcome)--  see section_cache.hpp)
-//                                    worker --submit--> downstream_client (curl on the event loops)
+//                                    worker --submit--> downstream_client (Beast on the event loops)
 //   coordinator <--attempt(i)------- worker <--done---- downstream_client
 //                                    worker --retry---> worker (a delayed message: the backoff)
 //                                    worker --store---> section_cache   (a flight's leader)
@@ -11,7 +11,7 @@
 //                                              (or a down message: the node died, retry or error)
 //   coordinator <--section_outcome-- worker, which then quits
 //
-// Per-attempt timeouts belong to curl (CURLOPT_TIMEOUT_MS); backoff is a delayed message, never a
+// Per-attempt timeouts belong to the downstream client (one timer per call); backoff is a delayed message, never a
 // sleeping thread. A retry starts only if its backoff plus its whole timeout fit before the
 // request's deadline. If the coordinator goes first (deadline passed, client gone), the down message
 // ends the worker, and its state's destructor cancels the transfer, closing the downstream connection.

@@ -60,7 +60,7 @@ http_reply debug_actors(const ops_sources& src) {
     nodes.push_back({{"node", view.address}, {"up", view.up}, {"inflight", view.inflight},
                      {"work", view.work}});
   // The long-lived actors' mailboxes: the cache shards. (The cluster's links are threads; what is
-  // posted to the event loops for curl and not yet taken is downstream_queue.) Peak and depth are
+  // posted to the event loops for the downstream client and not yet taken is downstream_queue.) Peak and depth are
   // read apart, so a peak can trail a depth read a moment later.
   auto mailboxes = nlohmann::json::array();
   for (std::size_t i = 0; i < src.cache.mailboxes().size(); ++i) {

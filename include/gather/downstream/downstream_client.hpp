@@ -1,4 +1,4 @@
-// The downstream HTTP client: libcurl's multi_socket interface on the gateway's event loops.
+// The downstream HTTP client: HTTP/1.1 over Boost.Beast on the gateway's event loops.
 //
 // Nothing waits on a thread per call: thousands of transfers are in flight on the loops, each with
 // its own timeout, their sockets in the same epoll as the inbound connections. Submissions and
@@ -28,14 +28,14 @@ enum class transfer_error {
   timeout,   ///< `timeout` passed before the response was complete
   connect,   ///< could not connect, connection reset, empty reply, DNS failure, TLS failure
   too_large, ///< the body exceeded max_body_bytes
-  protocol,  ///< anything else curl reports (malformed response, ...)
+  protocol,  ///< a malformed response, or a URL that is not http(s)
 };
 
 struct transfer_result {
   transfer_error error = transfer_error::none;
   long http_status = 0; ///< 0 when no response status was received
   std::string body;
-  std::string detail; ///< curl's error text: for logs only, never for responses
+  std::string detail; ///< what went wrong, in words: for logs only, never for responses
 };
 
 class io_loops;
