@@ -327,11 +327,10 @@ TEST_CASE("sequential transfers reuse a keep-alive connection", "[client]") {
   CHECK(client_ports.size() <= 3);
 }
 
-TEST_CASE("sockets curl closes on its own after a connect timeout never close a later transfer's socket", "[client]") {
-  // curl 7.88 closes some sockets that time out while connecting without calling
-  // CLOSESOCKETFUNCTION. The client's entry for such a number used to stay behind; when the
-  // number came back for a new socket, the new socket was closed at once and its transfer
-  // failed ("Couldn't connect to server" after 0 ms) though its server was up.
+TEST_CASE("connects that time out against one downstream never disturb another's transfers", "[client]") {
+  // Written for the curl client (curl 7.88 closed some timed-out sockets behind the client's back,
+  // and a reused descriptor number then closed a healthy transfer's socket); kept for any client:
+  // sockets that die in connect must leave the descriptors of later transfers alone.
   int hole_port = 0;
   const int hole = gather::test::listen_on_loopback(1, hole_port); // never accepts: connects hang
   test_server healthy;
