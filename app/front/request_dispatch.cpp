@@ -147,6 +147,19 @@ bool request_dispatch::overloaded() const {
   return stats_.inflight.load(std::memory_order_relaxed) >= static_cast<std::int64_t>(cfg_.max_inflight);
 }
 
+template <class Job>
+std::shared_ptr<Job> request_dispatch::make_job(const route_config& route, std::size_t route_index,
+                                               const std::shared_ptr<reply_sink>& sink,
+                                               inbound_request inbound) const {
+  auto job = std::make_shared<Job>();
+  job->route = &route;
+  job->route_index = route_index;
+  job->runtime = runtime_;
+  job->reply = sink;
+  job->inbound = std::move(inbound);
+  return job;
+}
+
 std::variant<http_reply, started_request>
 request_dispatch::serve(const request_head& head, std::string body, const std::string& request_id,
                         steady_time arrived, const std::shared_ptr<reply_sink>& sink) {
@@ -174,23 +187,13 @@ request_dispatch::serve(const request_head& head, std::string body, const std::s
       log_request(request_id, route.path, 400, elapsed_ms(arrived), "bad batch body: " + parsed.problem);
       return error_reply(400, "bad_request", request_id, {}, parsed.problem);
     }
-    auto job = std::make_shared<batch_job>();
-    job->route = &route;
-    job->route_index = route_index;
-    job->runtime = runtime_;
-    job->reply = sink;
-    job->inbound = std::move(inbound);
+    auto job = make_job<batch_job>(route, route_index, sink, std::move(inbound));
     job->plan = plan_batch(std::move(parsed.items), *route.batch, job->inbound);
     const auto deadline = arrived + route.batch->deadline;
     return started_request{system_.spawn(batch_coordinator, std::shared_ptr<const batch_job>(job)),
                            route_index, deadline, deadline + coordinator_grace};
   }
-  auto job = std::make_shared<aggregate_job>();
-  job->route = &route;
-  job->route_index = route_index;
-  job->runtime = runtime_;
-  job->reply = sink;
-  job->inbound = std::move(inbound);
+  auto job = make_job<aggregate_job>(route, route_index, sink, std::move(inbound));
   const auto deadline = arrived + route.deadline;
   return started_request{system_.spawn(coordinator, std::shared_ptr<const aggregate_job>(job)),
                          route_index, deadline, deadline + coordinator_grace};

@@ -70,6 +70,13 @@ json minimal_batch() { return {{"url", "http://h/o/{item}"}, {"timeout_ms", 100}
 
 json with_batch(json batch) { return {{"routes", json::array({batch_route(std::move(batch))})}}; }
 
+/// The minimal config with one top-level key set.
+json with_top(const std::string& key, json value) {
+  json document = minimal();
+  document[key] = std::move(value);
+  return document;
+}
+
 config_result load(const json& document) { return load_config(document.dump()); }
 
 /// Whether some problem starts with `prefix` (a JSON path and ": ", possibly more).
@@ -851,4 +858,68 @@ TEST_CASE("cluster", "[config]") {
   const gather::config defaults = require_valid(with_cluster(json::object()));
   CHECK(defaults.cluster->nodes.empty());
   CHECK(defaults.cluster->local);
+}
+
+// ---- config keys of the front (docs/config.md) -----------------------------------------------------------------
+
+TEST_CASE("config: io_threads is an integer from 1 to 64", "[front][config]") {
+  const std::string io = "io_threads: must be an integer from 1 to 64";
+  require_problem(with_top("io_threads", 0), io);
+  require_problem(with_top("io_threads", 65), io);
+  require_problem(with_top("io_threads", "x"), io);
+  require_problem(with_top("io_threads", 2.5), io);
+  CHECK(require_valid(with_top("io_threads", 64)).io_threads == 64);
+  CHECK(require_valid(with_top("io_threads", 1)).io_threads == 1);
+}
+
+TEST_CASE("config: the inbound limits have ranges and defaults", "[front][config]") {
+  require_problem(with_top("max_connections", 0), "max_connections: must be an integer from 1 to 1000000");
+  require_problem(with_top("max_connections", 1000001), "max_connections: must be an integer from 1 to 1000000");
+  require_problem(with_top("max_request_line_bytes", 63), "max_request_line_bytes: must be an integer from 64");
+  require_problem(with_top("max_header_bytes", 255), "max_header_bytes: must be an integer from 256");
+  require_problem(with_top("max_headers", 0), "max_headers: must be an integer from 1");
+  require_problem(with_top("request_timeout_ms", 0), "request_timeout_ms: must be an integer from 1");
+  require_problem(with_top("keep_alive_idle_ms", 0), "keep_alive_idle_ms: must be an integer from 1");
+  require_problem(with_top("keep_alive_idle_ms", "300"), "keep_alive_idle_ms: must be an integer from 1");
+
+  const auto defaults = require_valid(minimal_config());
+  CHECK(defaults.io_threads == 1);
+  CHECK(defaults.inbound.max_connections == 10000);
+  CHECK(defaults.inbound.max_request_line_bytes == 8192);
+  CHECK(defaults.inbound.max_header_bytes == 16384);
+  CHECK(defaults.inbound.max_headers == 100);
+  CHECK(defaults.inbound.request_timeout == milliseconds{10000});
+  CHECK(defaults.inbound.keep_alive_idle == milliseconds{60000});
+  CHECK_FALSE(defaults.tls.has_value());
+
+  json set = minimal_config();
+  set["max_connections"] = 5;
+  set["keep_alive_idle_ms"] = 300;
+  set["request_timeout_ms"] = 1500;
+  const auto cfg = require_valid(set);
+  CHECK(cfg.inbound.max_connections == 5);
+  CHECK(cfg.inbound.keep_alive_idle == milliseconds{300});
+  CHECK(cfg.inbound.request_timeout == milliseconds{1500});
+}
+
+TEST_CASE("config: tls needs both files and no other key", "[front][config]") {
+  require_problem(with_top("tls", {{"cert_file", "c.pem"}}), "tls.key_file: is required");
+  require_problem(with_top("tls", {{"key_file", "k.pem"}}), "tls.cert_file: is required");
+  require_problem(with_top("tls", {{"cert_file", "c.pem"}, {"key_file", "k.pem"}, {"ca_file", "x"}}),
+                  "tls.ca_file: unknown key");
+  require_problem(with_top("tls", {{"cert_file", ""}, {"key_file", "k.pem"}}),
+                  "tls.cert_file: must be a non-empty file name");
+  require_problem(with_top("tls", {{"cert_file", 1}, {"key_file", "k.pem"}}), "tls.cert_file:");
+  require_problem(with_top("tls", "c.pem"), "tls:");
+  // The files themselves are checked by gather check/serve (tls_problems), not by the parser.
+  const auto cfg = require_valid(with_top("tls", {{"cert_file", "c.pem"}, {"key_file", "k.pem"}}));
+  REQUIRE(cfg.tls.has_value());
+  CHECK(cfg.tls->cert_file == "c.pem");
+  CHECK(cfg.tls->key_file == "k.pem");
+}
+
+TEST_CASE("config: a $schema key is accepted and ignored", "[front][config]") {
+  const auto cfg = require_valid(with_top("$schema", "x"));
+  CHECK(cfg.routes.size() == 1);
+  require_problem(with_top("$schemas", "x"), "$schemas: unknown key");
 }

@@ -75,6 +75,10 @@ public:
 private:
   http_reply refuse(std::size_t route_index, http_reply reply, const std::string& request_id,
                     steady_time arrived);
+  /// A coordinator's job (aggregate_job or batch_job): what every request hands its coordinator.
+  template <class Job>
+  std::shared_ptr<Job> make_job(const route_config& route, std::size_t route_index,
+                                const std::shared_ptr<reply_sink>& sink, inbound_request inbound) const;
   inbound_request inbound_of(const request_head& head,
                              std::vector<std::pair<std::string, std::string>> captures,
                              const std::string& request_id, steady_time arrived) const;
