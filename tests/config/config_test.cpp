@@ -882,24 +882,24 @@ TEST_CASE("config: the inbound limits have ranges and defaults", "[front][config
   require_problem(with_top("keep_alive_idle_ms", 0), "keep_alive_idle_ms: must be an integer from 1");
   require_problem(with_top("keep_alive_idle_ms", "300"), "keep_alive_idle_ms: must be an integer from 1");
 
-  const auto defaults = require_valid(minimal_config());
+  const auto defaults = require_valid(minimal());
   CHECK(defaults.io_threads == 1);
   CHECK(defaults.inbound.max_connections == 10000);
   CHECK(defaults.inbound.max_request_line_bytes == 8192);
   CHECK(defaults.inbound.max_header_bytes == 16384);
   CHECK(defaults.inbound.max_headers == 100);
-  CHECK(defaults.inbound.request_timeout == milliseconds{10000});
-  CHECK(defaults.inbound.keep_alive_idle == milliseconds{60000});
+  CHECK(defaults.inbound.request_timeout == std::chrono::milliseconds{10000});
+  CHECK(defaults.inbound.keep_alive_idle == std::chrono::milliseconds{60000});
   CHECK_FALSE(defaults.tls.has_value());
 
-  json set = minimal_config();
+  json set = minimal();
   set["max_connections"] = 5;
   set["keep_alive_idle_ms"] = 300;
   set["request_timeout_ms"] = 1500;
   const auto cfg = require_valid(set);
   CHECK(cfg.inbound.max_connections == 5);
-  CHECK(cfg.inbound.keep_alive_idle == milliseconds{300});
-  CHECK(cfg.inbound.request_timeout == milliseconds{1500});
+  CHECK(cfg.inbound.keep_alive_idle == std::chrono::milliseconds{300});
+  CHECK(cfg.inbound.request_timeout == std::chrono::milliseconds{1500});
 }
 
 TEST_CASE("config: tls needs both files and no other key", "[front][config]") {
