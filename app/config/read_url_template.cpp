@@ -54,6 +54,20 @@ void append_literal(std::vector<url_part>& parts, std::string_view text) {
   parts.back().text += text;
 }
 
+/// True when `authority` (host[:port], host possibly [v6]) has no port or one from 1 to 65535.
+bool port_fits(std::string_view authority) {
+  const auto bracket = authority.rfind(']');
+  const auto colon = authority.rfind(':');
+  if (colon == std::string_view::npos || (bracket != std::string_view::npos && colon < bracket))
+    return true;
+  const auto port = authority.substr(colon + 1);
+  if (port.empty() || port.size() > 5 ||
+      !std::all_of(port.begin(), port.end(), [](char c) { return c >= '0' && c <= '9'; }))
+    return false;
+  const int value = std::stoi(std::string(port));
+  return value >= 1 && value <= 65535;
+}
+
 /// Problems with the fixed part of a URL: scheme, host and port never hold placeholders.
 std::vector<std::string> url_prefix_problems(std::string_view url) {
   const bool has_control = std::any_of(url.begin(), url.end(), [](char c) {
@@ -76,6 +90,8 @@ std::vector<std::string> url_prefix_problems(std::string_view url) {
         "placeholders are allowed only in the path and query, not in the host or port");
   else if (authority.empty())
     errors.push_back("needs a host after the scheme");
+  else if (!port_fits(authority))
+    errors.push_back("the port must be a number from 1 to 65535");
   return errors;
 }
 

@@ -112,8 +112,11 @@ std::optional<origin_and_target> split_url(const std::string& url) {
     if (colon != std::string::npos)
       port = authority.substr(colon + 1);
   }
-  if (out.host.empty() || (!port.empty() && !std::all_of(port.begin(), port.end(), ::isdigit)))
+  const auto digit = [](char c) { return c >= '0' && c <= '9'; };
+  if (out.host.empty() || port.size() > 5 || !std::all_of(port.begin(), port.end(), digit))
     return std::nullopt;
+  if (!port.empty() && (std::stoi(port) < 1 || std::stoi(port) > 65535))
+    return std::nullopt; // a port no socket can have: refused here, never wrapped
   out.port = port.empty() ? (out.tls ? "443" : "80") : port;
   out.key = (out.tls ? "https://" : "http://") + out.host + ":" + out.port;
   out.host_header = authority;
@@ -275,8 +278,12 @@ private:
     if (!t->conn->tls_stream)
       return send(t);
     auto& stream = *t->conn->tls_stream;
-    // SNI, and the certificate must name the host (checked against the system's CAs).
-    SSL_set_tlsext_host_name(stream.native_handle(), t->where.host.c_str());
+    // SNI (for a name: RFC 6066 allows no IP address there), and the certificate must name the
+    // host (checked against the system's CAs).
+    error_code not_ip;
+    asio::ip::make_address(t->where.host, not_ip);
+    if (not_ip)
+      SSL_set_tlsext_host_name(stream.native_handle(), t->where.host.c_str());
     stream.set_verify_callback(asio::ssl::host_name_verification(t->where.host));
     stream.async_handshake(asio::ssl::stream_base::client, [this, t](const error_code& hec) {
       if (t->finished)
@@ -336,7 +343,9 @@ private:
   void read_failed(const std::shared_ptr<transfer>& t, const error_code& ec) {
     if (ec == http::error::body_limit)
       return fail(*t, transfer_error::too_large, "the body exceeded max_response_bytes");
+    // (stream_truncated: a TLS server that closed an idle connection without close_notify.)
     if (!t->parser->got_some() && (ec == http::error::end_of_stream || ec == asio::error::eof ||
+                                   ec == asio::ssl::error::stream_truncated ||
                                    ec == asio::error::connection_reset || ec == asio::error::broken_pipe))
       return lost_connection(t, ec);
     // Beast's own errors other than a connection that ended early are a malformed answer.

@@ -923,3 +923,14 @@ TEST_CASE("config: a $schema key is accepted and ignored", "[front][config]") {
   CHECK(cfg.routes.size() == 1);
   require_problem(with_top("$schemas", "x"), "$schemas: unknown key");
 }
+
+TEST_CASE("a url's port is a number from 1 to 65535", "[config]") {
+  for (const char* url : {"http://h:0/a/{id}", "http://h:65536/a/{id}", "http://h:99999999999/a/{id}",
+                          "http://h:8x/a/{id}", "http://[::1]:70000/a/{id}"}) {
+    INFO(url);
+    require_problem(with_sections(json::array({section("a", url)})),
+                    "routes[0].sections[0].url: the port must be a number from 1 to 65535");
+  }
+  require_valid(with_sections(json::array({section("a", "http://h:65535/a/{id}")})));
+  require_valid(with_sections(json::array({section("a", "http://[::1]:8080/a/{id}")})));
+}

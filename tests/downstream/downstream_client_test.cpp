@@ -365,3 +365,13 @@ TEST_CASE("connects that time out against one downstream never disturb another's
   CHECK(client.inflight() == 0);
   ::close(hole);
 }
+
+TEST_CASE("a URL the client cannot call is a protocol error, never a crash", "[client]") {
+  downstream_client client;
+  for (const char* url : {"http://127.0.0.1:99999999999/x", "http://127.0.0.1:0/x", "ftp://127.0.0.1/x",
+                          "http://user@127.0.0.1/x", "http:///x"}) {
+    INFO(url);
+    const transfer_result r = fetch(client, request_for(url, 1s));
+    CHECK(r.error == transfer_error::protocol);
+  }
+}
