@@ -372,10 +372,10 @@ private:
   }
 
   void fail(transfer& t, transfer_error error, std::string detail) {
-    if (t.conn) {
+    // Closed, not destroyed: an operation still pending on it (a read cut by the timer) completes
+    // into its buffer; the transfer, which its handlers hold, keeps the connection until then.
+    if (t.conn)
       t.conn->close();
-      t.conn.reset();
-    }
     finish(t);
     transfer_result result;
     result.error = error;
