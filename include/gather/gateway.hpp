@@ -4,7 +4,6 @@
 
 #include <memory>
 #include <string>
-#include <thread>
 
 #include "gather/config/config.hpp"
 #include "gather/values/gateway_stats.hpp"
@@ -18,7 +17,8 @@ public:
   gateway(const gateway&) = delete;
   gateway& operator=(const gateway&) = delete;
 
-  /// Binds `listen` ("host:port"; empty: the config's) and serves on a thread of its own.
+  /// Binds `listen` ("host:port"; empty: the config's) and serves on the event loops (already
+  /// running: they start with the gateway, since the actors live on them).
   /// Returns the bound port. Throws std::runtime_error when it cannot bind.
   int start(const std::string& listen = {});
   /// Stops accepting, lets requests in flight finish (each by its deadline), joins.
