@@ -25,6 +25,8 @@
 
 #include <caf/all.hpp>
 
+#include "gather/resilience/section_guards.hpp"
+
 #include "gather/values/atoms.hpp"
 #include "gather/answer/batch_response.hpp"
 #include "gather/downstream/downstream_answer.hpp"
@@ -71,9 +73,13 @@ void answer(batch_ptr self) {
 void start_attempt(batch_ptr self, std::size_t c) {
   auto& st = self->state;
   const auto& runtime = st.job->runtime;
-  ++st.outcomes[c].attempts;
+  if (++st.outcomes[c].attempts == 1 && st.budget)
+    st.budget->first_attempt(clock::now());
   transfer_request request{st.job->plan.urls[c], st.headers, batch_of(st).timeout,
                            runtime.max_response_bytes};
+  if (runtime.deadline_header && !runtime.deadline_header->empty())
+    request.headers.push_back(deadline_header_line(*runtime.deadline_header, batch_of(st).timeout,
+                                                   st.deadline - clock::now()));
   auto me = caf::actor_cast<caf::actor>(self);
   auto answered = st.answered;
   auto* stats = runtime.stats;
@@ -123,7 +129,9 @@ void attempt_ended(batch_ptr self, std::size_t c, transfer_result&& result) {
     return finish(self, c, std::move(outcome));
   auto next = decide_retry(retryable, st.outcomes[c].attempts, batch.retry, batch.timeout,
                            st.deadline, clock::now());
-  if (next.what == retry_decision::kind::retry) {
+  const bool budget_ok = next.what != retry_decision::kind::retry || !st.budget ||
+                         st.budget->try_extra(clock::now());
+  if (next.what == retry_decision::kind::retry && budget_ok) {
     if (next.backoff.count() == 0)
       start_attempt(self, c);
     else
@@ -132,6 +140,10 @@ void attempt_ended(batch_ptr self, std::size_t c, transfer_result&& result) {
   }
   if (next.what == retry_decision::kind::too_late)
     outcome.detail += "; no retry: it would not finish before the deadline";
+  else if (!budget_ok) {
+    outcome.detail += "; no retry: the retry budget of its host is spent";
+    outcome.not_made = "retry_budget";
+  }
   finish(self, c, std::move(outcome));
 }
 
@@ -168,8 +180,12 @@ caf::behavior batch_coordinator(caf::stateful_actor<batch_coordinator_state>* se
   job->runtime.stats->coordinators.fetch_add(1, std::memory_order_relaxed);
   st.job = std::move(job);
   const auto& batch = batch_of(st);
-  st.deadline = st.job->inbound.arrived + batch.deadline;
+  st.deadline = st.job->deadline;
   st.headers = downstream_headers(batch.forward_headers, st.job->inbound);
+  if (st.job->runtime.deadline_header)
+    drop_header(st.headers, *st.job->runtime.deadline_header);
+  if (st.job->runtime.guards)
+    st.budget = &st.job->runtime.guards->batch_budget(st.job->route_index);
   st.phases.assign(calls, phase::waiting);
   st.outcomes.resize(calls);
   st.started.resize(calls);

@@ -126,7 +126,7 @@ void launch(coordinator_ptr self, std::size_t i) {
   if (!url)
     return finish(st, i, skipped("a field the url reads is absent or not a scalar"));
   auto call = make_section_call(section, st.job->route_index, i, std::move(*url), st.job->inbound,
-                                st.deadline, st.answered, st.job->runtime.max_response_bytes);
+                                st.deadline, st.answered, st.job->runtime);
   auto worker = self->spawn(section_worker, caf::actor_cast<caf::actor>(self), st.job->runtime,
                             std::move(call));
   st.phases[i] = phase::running;
@@ -215,7 +215,7 @@ caf::behavior coordinator(caf::stateful_actor<coordinator_state>* self,
   st.inflight = std::make_shared<inflight_entry>(st.job->inbound.request_id, *st.job->route,
                                                  st.job->inbound.arrived);
   st.job->runtime.inflight->add(st.inflight);
-  st.deadline = st.job->inbound.arrived + st.job->route->deadline;
+  st.deadline = st.job->deadline;
   st.phases.assign(n, phase::waiting);
   st.outcomes.resize(n);
   st.started.resize(n);

@@ -3,28 +3,36 @@
 #include "gather/downstream/downstream_request.hpp"
 #include "gather/actors/section_cache.hpp"
 #include "gather/actors/section_worker.hpp"
+#include "gather/resilience/section_guards.hpp"
 
 namespace gather {
 
 section_call make_section_call(const section_config& section, std::size_t route, std::size_t index,
                                std::string url, const inbound_request& in, steady_time deadline,
                                std::shared_ptr<std::atomic<bool>> answered,
-                               std::size_t max_response_bytes) {
+                               const section_runtime& runtime) {
   section_call call;
   auto& work = call.work;
   work.url = std::move(url);
   work.headers = downstream_headers(section.forward_headers, in);
+  if (runtime.deadline_header && !runtime.deadline_header->empty()) {
+    // The gateway's own value replaces a forwarded one of the same name (CONTRACT §9).
+    work.deadline_header = *runtime.deadline_header;
+    drop_header(work.headers, work.deadline_header);
+  }
   work.timeout_ms = section.timeout.count();
   work.attempts = section.retry.attempts;
   work.backoff_ms = section.retry.backoff.count();
   work.multiplier = section.retry.multiplier;
   work.fields = section.fields;
-  work.max_response_bytes = max_response_bytes;
+  work.max_response_bytes = runtime.max_response_bytes;
   work.budget_ms = std::chrono::duration_cast<millis>(deadline - std::chrono::steady_clock::now()).count();
   call.route = route;
   call.index = index;
   call.deadline = deadline;
   call.answered = std::move(answered);
+  if (runtime.guards)
+    call.guard = &runtime.guards->section(route, index);
   if (section.cache_ttl.count() > 0) {
     // Keyed by the forwarded headers' values too: two tenants never see each other's data.
     std::vector<std::string> forwarded;
@@ -36,6 +44,13 @@ section_call make_section_call(const section_config& section, std::size_t route,
     call.stale_ttl = section.stale_ttl;
   }
   return call;
+}
+
+std::string deadline_header_line(const std::string& name, millis call_timeout,
+                                 std::chrono::nanoseconds left) {
+  const auto left_ms = std::chrono::duration_cast<millis>(left);
+  const auto ms = std::max<std::int64_t>(1, std::min(call_timeout, left_ms).count());
+  return name + ": " + std::to_string(ms);
 }
 
 } // namespace gather

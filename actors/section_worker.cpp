@@ -5,16 +5,21 @@
 //                                    worker --submit--> downstream_client (Beast on the event loops)
 //   coordinator <--attempt(i)------- worker <--done---- downstream_client
 //                                    worker --retry---> worker (a delayed message: the backoff)
+//                                    worker --hedge---> worker (a delayed message: one more call of
+//                                                       the attempt if it has not answered yet)
 //                                    worker --store---> section_cache   (a flight's leader)
 //                                    worker --work----> node_service on a cluster node, which runs
 //                                           <--attempt, section_outcome--  a worker just like this one
 //                                              (or a down message: the node died, retry or error)
 //   coordinator <--section_outcome-- worker, which then quits
 //
-// Per-attempt timeouts belong to the downstream client (one timer per call); backoff is a delayed message, never a
-// sleeping thread. A retry starts only if its backoff plus its whole timeout fit before the
-// request's deadline. If the coordinator goes first (deadline passed, client gone), the down message
-// ends the worker, and its state's destructor cancels the transfer, closing the downstream connection.
+// Per-attempt timeouts belong to the downstream client (one timer per call); backoff is a delayed
+// message, never a sleeping thread. A retry starts only if its backoff plus its whole timeout fit
+// before the request's deadline. Before any call the route section's guard is asked (bulkhead,
+// circuit, the host's retry budget: atomics, no message); a hedged attempt has several calls, the
+// first ok wins and the others are cancelled. If the coordinator goes first (deadline passed,
+// client gone), the down message ends the worker, and its state's destructor cancels the calls,
+// closing their downstream connections.
 #include "gather/actors/section_worker.hpp"
 
 #include <caf/all.hpp>
@@ -26,6 +31,9 @@
 #include "gather/ops/metrics.hpp"
 #include "gather/downstream/retry_rule.hpp"
 #include "gather/actors/section_cache.hpp"
+#include "gather/resilience/section_guards.hpp"
+
+#include <algorithm>
 
 namespace gather {
 
@@ -92,47 +100,167 @@ void finish_flight(worker_ptr self, section_outcome outcome) {
 
 void finish(worker_ptr self, section_outcome outcome) {
   outcome.attempts = self->state.attempts;
+  outcome.hedges = self->state.hedges;
+  if (outcome.not_made.empty())
+    outcome.not_made = self->state.not_made;
   if (!self->state.call.cache_key.empty())
     finish_flight(self, std::move(outcome));
   else
     reply(self, std::move(outcome));
 }
 
-void count_attempt(worker_ptr self);
-
-void start_attempt(worker_ptr self) {
+/// A call started, here or on a node (which reports its calls to the worker that sent it).
+void count_attempt(worker_ptr self, bool retry) {
   auto& st = self->state;
-  count_attempt(self);
-  transfer_request request{st.call.work.url, st.call.work.headers, millis{st.call.work.timeout_ms},
+  ++st.attempts;
+  if (retry && st.runtime.counters)
+    st.runtime.counters->retry(st.call.route, st.call.index);
+  self->send(st.coordinator, attempt_atom::value, st.call.index);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The guard (CONTRACT §9): bulkhead, circuit, retry budget. Each check is an atomic or two on the
+// route section's shared guard; none sends a message.
+
+void circuit_moved(worker_ptr self, circuit_breaker::state to) {
+  auto& st = self->state;
+  if (st.runtime.counters)
+    st.runtime.counters->circuit_moved(st.call.route, st.call.index, to);
+}
+
+/// An attempt admitted by the circuit ended: it counts in the window, or it was the probe.
+void circuit_record(worker_ptr self, bool failed) {
+  auto& st = self->state;
+  auto* guard = st.call.guard;
+  if (!guard || !guard->circuit)
+    return;
+  if (st.probe) {
+    st.probe = false;
+    circuit_moved(self, guard->circuit->probe_ended(!failed, clock::now()));
+  } else if (guard->circuit->record(failed, clock::now())) {
+    circuit_moved(self, circuit_breaker::state::open);
+  }
+}
+
+/// A call that is not made: the section ends at once. The first attempt ends `rejected` (its
+/// fallback shows); a later one ends with what the section has, the last attempt's failure.
+void not_made(worker_ptr self, const char* why);
+
+/// A retry or a hedge asks the host's budget; false (counted) when it has no room.
+bool budget_allows_extra(worker_ptr self) {
+  auto& st = self->state;
+  if (!st.call.guard || st.call.guard->budget.try_extra(clock::now()))
+    return true;
+  st.not_made = "retry_budget";
+  if (st.runtime.counters)
+    st.runtime.counters->budget_denied(st.call.route, st.call.index);
+  return false;
+}
+
+void release_slot(worker_ptr self) {
+  if (self->state.call.guard)
+    self->state.call.guard->bulkhead.release();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Attempts and their calls
+
+/// Starts one call of the current attempt, holding a bulkhead slot already. Its timeout is what is
+/// left of the attempt's: hedges never outlive the attempt they belong to.
+void launch_call(worker_ptr self, bool retry) {
+  auto& st = self->state;
+  count_attempt(self, retry);
+  const auto now = clock::now();
+  const auto attempt_timeout = millis{st.call.work.timeout_ms};
+  const auto left = std::max(millis{1}, attempt_timeout - std::chrono::duration_cast<millis>(
+                                                            now - st.attempt_started));
+  transfer_request request{st.call.work.url, st.call.work.headers, left,
                            st.call.work.max_response_bytes};
+  if (!st.call.work.deadline_header.empty())
+    request.headers.push_back(
+        deadline_header_line(st.call.work.deadline_header, left, st.call.deadline - now));
+  const auto seq = ++st.next_seq;
+  if (st.attempt_calls++ == 0)
+    st.attempt_first = seq;
   auto me = caf::actor_cast<caf::actor>(self);
   auto answered = st.call.answered;
   auto* stats = st.runtime.stats;
   // Runs on an event loop's thread: count or forward, nothing else.
-  st.transfer = st.runtime.client->submit(std::move(request), [me, answered, stats](transfer_result&& r) {
-    if (answered->load())
-      stats->late_replies.fetch_add(1, std::memory_order_relaxed);
-    else
-      caf::anon_send(me, done_atom::value, std::move(r));
-  });
+  auto transfer = st.runtime.client->submit(
+      std::move(request), [me, answered, stats, seq](transfer_result&& r) {
+        if (answered->load())
+          stats->late_replies.fetch_add(1, std::memory_order_relaxed);
+        else
+          caf::anon_send(me, done_atom::value, seq, std::move(r));
+      });
+  st.calls.push_back(running_call{seq, transfer, now});
+}
+
+/// After the hedge delay the attempt gets one more call, while it and the request still run.
+void schedule_hedge(worker_ptr self) {
+  auto& st = self->state;
+  const auto* guard = st.call.guard;
+  if (!guard || !guard->hedge || st.attempt_calls > guard->hedge->max)
+    return;
+  const auto delay = guard->hedge_delay();
+  if (!delay)
+    return; // a percentile hedge before 20 ok calls
+  const auto at = clock::now() + *delay;
+  if (at >= st.attempt_started + millis{st.call.work.timeout_ms} || at >= st.call.deadline)
+    return; // it would start after its attempt or its request ended
+  self->delayed_send(self, *delay, hedge_atom::value, st.attempt_no);
+}
+
+void start_attempt(worker_ptr self) {
+  auto& st = self->state;
+  ++st.attempt_no;
+  st.attempt_started = clock::now();
+  st.attempt_calls = 0;
+  st.calls.clear();
+  const bool retry = st.attempts > 0;
+  if (!retry && st.call.guard)
+    st.call.guard->budget.first_attempt(st.attempt_started);
+  launch_call(self, retry);
+  schedule_hedge(self);
+}
+
+void on_hedge(worker_ptr self, std::uint32_t attempt) {
+  auto& st = self->state;
+  if (attempt != st.attempt_no || st.calls.empty())
+    return; // that attempt has ended
+  auto* guard = st.call.guard;
+  if (!guard->bulkhead.try_acquire()) {
+    st.not_made = "max_concurrent";
+    return;
+  }
+  if (!budget_allows_extra(self)) {
+    release_slot(self);
+    return;
+  }
+  ++st.hedges;
+  launch_call(self, false);
+  schedule_hedge(self);
+}
+
+/// Cancels the attempt's other calls: their connections close, their answers never come.
+void cancel_calls(worker_ptr self) {
+  auto& st = self->state;
+  for (const auto& call : st.calls) {
+    st.runtime.client->cancel(call.transfer);
+    release_slot(self);
+  }
+  st.calls.clear();
 }
 
 void execute(worker_ptr self);
-
-/// An attempt started, here or on a node (which reports its attempts to the worker that sent it).
-void count_attempt(worker_ptr self) {
-  auto& st = self->state;
-  if (++st.attempts > 1 && st.runtime.counters)
-    st.runtime.counters->retry(st.call.route, st.call.index);
-  self->send(st.coordinator, attempt_atom::value, st.call.index);
-}
 
 void retry_or_finish(worker_ptr self, bool retryable, section_outcome outcome) {
   auto& st = self->state;
   const auto& work = st.call.work;
   auto next = decide_retry(retryable, st.attempts, retry_of(work), millis{work.timeout_ms},
                            st.call.deadline, clock::now());
-  if (next.what == retry_decision::kind::retry) {
+  if (next.what == retry_decision::kind::retry && budget_allows_extra(self)) {
+    st.last_failure = std::move(outcome);
     if (next.backoff.count() == 0)
       execute(self);
     else
@@ -141,7 +269,54 @@ void retry_or_finish(worker_ptr self, bool retryable, section_outcome outcome) {
   }
   if (next.what == retry_decision::kind::too_late)
     outcome.detail += "; no retry: it would not finish before the deadline";
+  else if (next.what == retry_decision::kind::retry)
+    outcome.detail += "; no retry: the retry budget of its host is spent";
   finish(self, std::move(outcome));
+}
+
+void not_made(worker_ptr self, const char* why) {
+  auto& st = self->state;
+  st.not_made = why;
+  if (st.attempts > 0) { // a retry: the section ends with the last attempt's result
+    auto outcome = std::move(st.last_failure);
+    outcome.detail += std::string{"; no retry: "} + why;
+    return finish(self, std::move(outcome));
+  }
+  if (st.runtime.counters)
+    st.runtime.counters->rejected(st.call.route, st.call.index,
+                                  std::string_view{why} == "circuit_open" ? reject_reason::circuit_open
+                                                                         : reject_reason::max_concurrent);
+  section_outcome outcome;
+  outcome.status = section_status::rejected;
+  outcome.detail = std::string{"rejected: "} + why;
+  finish(self, std::move(outcome));
+}
+
+/// The bulkhead and the circuit admit an attempt (first or retry), or the section ends here.
+bool admitted(worker_ptr self) {
+  auto& st = self->state;
+  auto* guard = st.call.guard;
+  if (!guard)
+    return true;
+  if (!guard->bulkhead.try_acquire()) {
+    not_made(self, "max_concurrent");
+    return false;
+  }
+  if (!guard->circuit || st.probe)
+    return true;
+  switch (guard->circuit->admit(clock::now())) {
+    case circuit_breaker::admission::call:
+      return true;
+    case circuit_breaker::admission::probe:
+      st.probe = true;
+      circuit_moved(self, circuit_breaker::state::half_open);
+      return true;
+    case circuit_breaker::admission::reject:
+      break;
+  }
+  release_slot(self);
+  not_made(self, "circuit_open");
+  return false;
 }
 
 void leave_node(worker_ptr self) {
@@ -152,6 +327,10 @@ void leave_node(worker_ptr self) {
   self->demonitor(st.node_actor);
   st.node.reset();
   st.node_actor = nullptr;
+  if (st.remote_slot) {
+    st.remote_slot = false;
+    release_slot(self);
+  }
 }
 
 /// The node running the call died or stopped answering: like a connection error, retried (on
@@ -160,6 +339,7 @@ void node_failed(worker_ptr self, const std::string& why) {
   auto& st = self->state;
   const auto node = *st.node;
   leave_node(self);
+  circuit_record(self, true);
   section_outcome outcome;
   outcome.status = section_status::error;
   outcome.node = st.runtime.nodes->address(node);
@@ -167,10 +347,13 @@ void node_failed(worker_ptr self, const std::string& why) {
   retry_or_finish(self, true, std::move(outcome));
 }
 
+/// Work on a node holds one bulkhead slot and counts in the circuit as one attempt; the node makes
+/// its calls (and retries) itself, without hedges (docs/resilience.md).
 void run_remote(worker_ptr self, std::size_t node, caf::actor actor) {
   auto& st = self->state;
   st.node = node;
   st.node_actor = actor;
+  st.remote_slot = st.call.guard != nullptr;
   st.runtime.nodes->started(node);
   self->monitor(actor); // a dead node fails its work now, not at the request's timeout
   auto work = st.call.work;
@@ -184,6 +367,7 @@ void run_remote(worker_ptr self, std::size_t node, caf::actor actor) {
           return;
         outcome.node = st.runtime.nodes->address(*st.node);
         leave_node(self);
+        circuit_record(self, outcome.status != section_status::ok);
         finish(self, std::move(outcome));
       },
       [self, sent = st.sent](caf::error& err) {
@@ -192,9 +376,12 @@ void run_remote(worker_ptr self, std::size_t node, caf::actor actor) {
       });
 }
 
-/// Runs the call here, or sends it to a cluster node when one is up and less busy.
+/// An attempt: admitted by the guard, then run here, or sent to a cluster node when one is up and
+/// less busy.
 void execute(worker_ptr self) {
   auto& st = self->state;
+  if (!admitted(self))
+    return;
   if (st.runtime.nodes) {
     auto where = st.runtime.nodes->place();
     if (where.node)
@@ -207,15 +394,36 @@ void execute(worker_ptr self) {
   start_attempt(self);
 }
 
-void attempt_ended(worker_ptr self, transfer_result&& result) {
+/// One call ended. The first `ok` wins the attempt and cancels the rest; a failure ends the
+/// attempt only once every call of it has failed (its result is the last failure).
+void call_ended(worker_ptr self, std::uint32_t seq, transfer_result&& result) {
   auto& st = self->state;
-  st.transfer = 0;
-  const auto& work = st.call.work;
-  auto verdict = classify_answer(std::move(result), work.fields);
+  auto it = std::find_if(st.calls.begin(), st.calls.end(),
+                         [seq](const running_call& c) { return c.seq == seq; });
+  if (it == st.calls.end()) { // cancelled while its answer was already on the way
+    st.runtime.stats->late_replies.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  const auto started = it->started;
+  st.calls.erase(it);
+  release_slot(self);
+  auto verdict = classify_answer(std::move(result), st.call.work.fields);
   const bool retryable = verdict.retryable;
   auto outcome = outcome_of(std::move(verdict));
-  if (outcome.status == section_status::ok)
+  if (outcome.status == section_status::ok) {
+    auto* guard = st.call.guard;
+    if (guard && guard->latencies)
+      guard->latencies->record(
+          std::chrono::duration_cast<std::chrono::microseconds>(clock::now() - started));
+    if (st.attempt_calls > 1 && st.runtime.counters)
+      st.runtime.counters->hedge(st.call.route, st.call.index, seq != st.attempt_first);
+    cancel_calls(self);
+    circuit_record(self, false);
     return finish(self, std::move(outcome));
+  }
+  if (!st.calls.empty())
+    return; // another call of this attempt may still succeed
+  circuit_record(self, true);
   retry_or_finish(self, retryable, std::move(outcome));
 }
 
@@ -256,8 +464,18 @@ void look_up(worker_ptr self) {
 } // namespace
 
 section_worker_state::~section_worker_state() {
-  if (transfer != 0)
-    runtime.client->cancel(transfer);
+  for (const auto& c : calls) {
+    runtime.client->cancel(c.transfer);
+    if (call.guard)
+      call.guard->bulkhead.release();
+  }
+  if (remote_slot)
+    call.guard->bulkhead.release();
+  if (probe) { // the request ended before its probe did: the circuit opens again
+    const auto to = call.guard->circuit->probe_ended(false, std::chrono::steady_clock::now());
+    if (runtime.counters)
+      runtime.counters->circuit_moved(call.route, call.index, to);
+  }
   if (node)
     runtime.nodes->ended(*node);
   if (counted_local)
@@ -298,9 +516,12 @@ caf::behavior section_worker(caf::stateful_actor<section_worker_state>* self, ca
         execute(self);
       return st.promise;
     },
-    [self](done_atom, transfer_result& result) { attempt_ended(self, std::move(result)); },
+    [self](done_atom, std::uint32_t seq, transfer_result& result) {
+      call_ended(self, seq, std::move(result));
+    },
     [self](retry_atom) { execute(self); },
-    [self](attempt_atom, std::size_t) { count_attempt(self); }, // from the node running the call
+    [self](hedge_atom, std::uint32_t attempt) { on_hedge(self, attempt); },
+    [self](attempt_atom, std::size_t) { count_attempt(self, self->state.attempts > 0); }, // from the node
   };
 }
 

@@ -9,6 +9,7 @@
 #include "gather/downstream/downstream_client.hpp"
 #include "gather/front/http_server.hpp"
 #include "gather/front/request_dispatch.hpp"
+#include "gather/resilience/section_guards.hpp"
 #include "gather/runtime/io_loops.hpp"
 #include "gather/runtime/loop_scheduler.hpp"
 #include "gather/ops/inflight_registry.hpp"
@@ -61,6 +62,7 @@ struct gateway::impl {
   config cfg;
   gateway_stats stats;
   metrics counters{cfg};
+  section_guards guards{cfg};
   inflight_registry inflight;
   io_loops loops{cfg.io_threads};
   downstream_client client{loops};
@@ -80,7 +82,7 @@ struct gateway::impl {
       nodes(cluster_of(system, cfg)),
       dispatch(cfg, stats, system,
                section_runtime{&client, &stats, &counters, &inflight, &cache, nodes.get(),
-                               cfg.max_response_bytes}),
+                               cfg.max_response_bytes, &guards, &cfg.deadline_header}),
       server(cfg, stats, loops, dispatch) {
   }
 };

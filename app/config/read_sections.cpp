@@ -84,7 +84,8 @@ section_config read_section(const object_reader& section, std::size_t index,
                             const route_config& route, bool route_path_valid,
                             const std::map<std::string, std::size_t>& names) {
   section.reject_unknown_keys({"name", "url", "timeout_ms", "required", "fallback", "fallback_from",
-                               "retry", "cache_ttl_ms", "stale_ttl_ms", "fields", "forward_headers"});
+                               "retry", "cache_ttl_ms", "stale_ttl_ms", "fields", "forward_headers",
+                               "hedge", "max_concurrent", "circuit"});
   const template_scope scope{route_path_valid ? &route : nullptr, &names, index};
   section_config out;
   read_section_name(section, index, names, out);
@@ -106,6 +107,7 @@ section_config read_section(const object_reader& section, std::size_t index,
     section.problem("stale_ttl_ms", "needs cache_ttl_ms: only cached data can be served stale");
   out.fields = read_fields(section);
   out.forward_headers = read_forward_headers(section);
+  read_resilience(section, out);
   if (is_optional(section) && !section.find("fallback") && !section.find("fallback_from"))
     section.problems().add(section.path(),
                            "optional section needs \"fallback\" or \"fallback_from\"");

@@ -1,5 +1,8 @@
 #include "gather/downstream/downstream_request.hpp"
 
+#include <algorithm>
+#include <strings.h>
+
 namespace gather {
 
 std::optional<std::string> inbound_value(const url_part& part, const inbound_request& in) {
@@ -43,6 +46,15 @@ std::vector<std::string> downstream_headers(const std::vector<std::string>& forw
     for (auto [it, end] = in.headers.equal_range(name); it != end; ++it)
       headers.push_back(name + ": " + field_value(it->second));
   return headers;
+}
+
+void drop_header(std::vector<std::string>& headers, const std::string& name) {
+  headers.erase(std::remove_if(headers.begin(), headers.end(),
+                               [&](const std::string& line) {
+                                 return line.size() > name.size() && line[name.size()] == ':' &&
+                                        strncasecmp(line.data(), name.data(), name.size()) == 0;
+                               }),
+                headers.end());
 }
 
 } // namespace gather

@@ -1,5 +1,6 @@
 #include "gather/front/request_dispatch.hpp"
 
+#include <algorithm>
 #include <random>
 
 #include <caf/all.hpp>
@@ -113,6 +114,8 @@ std::multimap<std::string, std::string> parse_query(std::string_view query) {
 request_dispatch::request_dispatch(const config& cfg, gateway_stats& stats, caf::actor_system& system,
                                    section_runtime runtime)
   : cfg_(cfg), stats_(stats), system_(system), runtime_(runtime) {
+  for (char c : cfg.deadline_header)
+    deadline_header_lower_ += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
 }
 
 std::optional<http_reply> request_dispatch::check_head(const request_head& head,
@@ -147,11 +150,27 @@ bool request_dispatch::overloaded() const {
   return stats_.inflight.load(std::memory_order_relaxed) >= static_cast<std::int64_t>(cfg_.max_inflight);
 }
 
+steady_time request_dispatch::deadline_of(const inbound_request& in, millis budget) const {
+  auto deadline = in.arrived + budget;
+  if (deadline_header_lower_.empty())
+    return deadline;
+  // CONTRACT §9: a positive integer of at most 600000 shortens the deadline, never lengthens it.
+  const auto asked = in.header_value(deadline_header_lower_);
+  if (!asked.empty() && asked.size() <= 6 &&
+      std::all_of(asked.begin(), asked.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+    const auto ms = std::stol(asked);
+    if (ms > 0 && ms <= 600000)
+      deadline = std::min(deadline, in.arrived + millis{ms});
+  }
+  return deadline;
+}
+
 template <class Job>
 std::shared_ptr<Job> request_dispatch::make_job(const route_config& route, std::size_t route_index,
                                                const std::shared_ptr<reply_sink>& sink,
                                                inbound_request inbound) const {
   auto job = std::make_shared<Job>();
+  job->deadline = deadline_of(inbound, route.batch ? route.batch->deadline : route.deadline);
   job->route = &route;
   job->route_index = route_index;
   job->runtime = runtime_;
@@ -189,12 +208,12 @@ request_dispatch::serve(const request_head& head, std::string body, const std::s
     }
     auto job = make_job<batch_job>(route, route_index, sink, std::move(inbound));
     job->plan = plan_batch(std::move(parsed.items), *route.batch, job->inbound);
-    const auto deadline = arrived + route.batch->deadline;
+    const auto deadline = job->deadline;
     return started_request{system_.spawn(batch_coordinator, std::shared_ptr<const batch_job>(job)),
                            route_index, deadline, deadline + coordinator_grace};
   }
   auto job = make_job<aggregate_job>(route, route_index, sink, std::move(inbound));
-  const auto deadline = arrived + route.deadline;
+  const auto deadline = job->deadline;
   return started_request{system_.spawn(coordinator, std::shared_ptr<const aggregate_job>(job)),
                          route_index, deadline, deadline + coordinator_grace};
 }

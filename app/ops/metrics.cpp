@@ -50,6 +50,11 @@ struct metrics::section_series {
   std::atomic<std::uint64_t> degraded{0};
   std::atomic<std::uint64_t> retries{0};
   std::array<std::atomic<std::uint64_t>, cache_event_count> cache{};
+  std::array<std::atomic<std::uint64_t>, 2> hedges{};   ///< won, lost
+  std::array<std::atomic<std::uint64_t>, 2> rejected{}; ///< by reject_reason
+  std::atomic<std::uint64_t> budget_denied{0};
+  std::atomic<std::uint8_t> circuit{0};                 ///< circuit_breaker::state
+  std::array<std::atomic<std::uint64_t>, 3> transitions{}; ///< to open, half_open, closed
 };
 
 struct metrics::route_series {
@@ -146,6 +151,25 @@ void metrics::cache(std::size_t route, std::size_t section, cache_event event) {
   add(routes_[route]->sections[section]->cache[static_cast<std::size_t>(event)]);
 }
 
+void metrics::hedge(std::size_t route, std::size_t section, bool won) {
+  add(routes_[route]->sections[section]->hedges[won ? 0 : 1]);
+}
+
+void metrics::rejected(std::size_t route, std::size_t section, reject_reason why) {
+  add(routes_[route]->sections[section]->rejected[static_cast<std::size_t>(why)]);
+}
+
+void metrics::budget_denied(std::size_t route, std::size_t section) {
+  add(routes_[route]->sections[section]->budget_denied);
+}
+
+void metrics::circuit_moved(std::size_t route, std::size_t section, circuit_breaker::state to) {
+  auto& series = *routes_[route]->sections[section];
+  series.circuit.store(static_cast<std::uint8_t>(to), std::memory_order_relaxed);
+  const std::size_t slot = to == circuit_breaker::state::open ? 0 : to == circuit_breaker::state::half_open ? 1 : 2;
+  add(series.transitions[slot]);
+}
+
 std::string metrics::exposition(const process_figures& process) const {
   std::string out;
   out.reserve(16384);
@@ -193,6 +217,40 @@ std::string metrics::exposition(const process_figures& process) const {
         sample(out, "gather_cache_events_total",
                r->section_labels[s] + ",event=\"" + cache_event_names[e] + "\"",
                r->sections[s]->cache[e].load(std::memory_order_relaxed));
+
+  // CONTRACT §9: hedges, rejections, the retry budget and circuits, for every section.
+  header(out, "gather_hedges_total", "counter",
+         "Attempts with hedge calls that ended ok: won by a hedge call, or by the first call (lost).");
+  for (const auto& r : routes_)
+    for (std::size_t s = 0; s < r->sections.size(); ++s)
+      for (std::size_t w = 0; w < 2; ++w)
+        sample(out, "gather_hedges_total", r->section_labels[s] + (w == 0 ? ",result=\"won\"" : ",result=\"lost\""),
+               r->sections[s]->hedges[w].load(std::memory_order_relaxed));
+  header(out, "gather_rejected_total", "counter", "Sections ended rejected with no call made, by reason.");
+  for (const auto& r : routes_)
+    for (std::size_t s = 0; s < r->sections.size(); ++s)
+      for (std::size_t w = 0; w < 2; ++w)
+        sample(out, "gather_rejected_total",
+               r->section_labels[s] + (w == 0 ? ",reason=\"max_concurrent\"" : ",reason=\"circuit_open\""),
+               r->sections[s]->rejected[w].load(std::memory_order_relaxed));
+  header(out, "gather_retry_budget_denied_total", "counter",
+         "Retries and hedges not made because the downstream's retry budget was spent.");
+  for (const auto& r : routes_)
+    for (std::size_t s = 0; s < r->sections.size(); ++s)
+      sample(out, "gather_retry_budget_denied_total", r->section_labels[s],
+             r->sections[s]->budget_denied.load(std::memory_order_relaxed));
+  header(out, "gather_circuit_open", "gauge", "1 while the section's circuit is open or half-open, else 0.");
+  for (const auto& r : routes_)
+    for (std::size_t s = 0; s < r->sections.size(); ++s)
+      sample(out, "gather_circuit_open", r->section_labels[s],
+             r->sections[s]->circuit.load(std::memory_order_relaxed) == 0 ? 0 : 1);
+  header(out, "gather_circuit_transitions_total", "counter", "Circuit state changes, by the state entered.");
+  for (const auto& r : routes_)
+    for (std::size_t s = 0; s < r->sections.size(); ++s)
+      for (std::size_t t = 0; t < 3; ++t)
+        sample(out, "gather_circuit_transitions_total",
+               r->section_labels[s] + (t == 0 ? ",to=\"open\"" : t == 1 ? ",to=\"half_open\"" : ",to=\"closed\""),
+               r->sections[s]->transitions[t].load(std::memory_order_relaxed));
 
   header(out, "gather_inflight_requests", "gauge", "Requests admitted and not yet answered.");
   sample(out, "gather_inflight_requests", "", static_cast<std::uint64_t>(std::max<std::int64_t>(0, process.inflight_requests)));

@@ -56,6 +56,10 @@ void log_request(const inbound_request& in, const std::string& route, int status
       part["detail"] = o.detail;
     if (!o.node.empty())
       part["node"] = o.node;
+    if (o.hedges > 0)
+      part["hedges"] = o.hedges;
+    if (!o.not_made.empty())
+      part["not_made"] = o.not_made; // why a call was not made: max_concurrent, circuit_open, retry_budget
   }
   emit(record);
 }

@@ -2,6 +2,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <set>
 #include <stdexcept>
 #include <vector>
 
@@ -125,7 +126,16 @@ int listen_on_loopback(int backlog, int& port, int flags) {
 
 // ---- silent_server ----
 
+silent_server::silent_server(int silent, std::string response)
+  : silent_(silent), response_(std::move(response)) {
+  start();
+}
+
 silent_server::silent_server() {
+  start();
+}
+
+void silent_server::start() {
   fd_ = listen_on_loopback(listen_backlog, port_, SOCK_NONBLOCK);
   wake_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   if (wake_fd_ < 0) fail("silent_server: eventfd");
@@ -133,13 +143,17 @@ silent_server::silent_server() {
   thread_ = std::thread([this] {
     // [0] wakes us for shutdown, [1] is the listening socket, the rest are connections.
     std::vector<pollfd> fds{{wake_fd_, POLLIN, 0}, {fd_, POLLIN, 0}};
+    std::set<int> answering; // connections past the first `silent_`
     char discard[4096];
     while (!stop_.load()) {
       if (::poll(fds.data(), fds.size(), -1) < 0) continue; // EINTR
       for (std::size_t i = fds.size() - 1; i >= 2; --i) {
         if (!fds[i].revents) continue;
         const ssize_t n = ::read(fds[i].fd, discard, sizeof discard);
+        if (n > 0 && answering.count(fds[i].fd))
+          (void)!::write(fds[i].fd, response_.data(), response_.size());
         if (n > 0 || (n < 0 && errno == EAGAIN)) continue;
+        answering.erase(fds[i].fd);
         ::close(fds[i].fd);
         ++closed_;
         fds[i] = fds.back();
@@ -150,6 +164,8 @@ silent_server::silent_server() {
           const int conn = ::accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
           if (conn < 0) break;
           fds.push_back({conn, POLLIN, 0});
+          if (silent_ >= 0 && accepted_.load() >= silent_)
+            answering.insert(conn);
           ++accepted_;
         }
       }
@@ -167,6 +183,11 @@ silent_server::~silent_server() {
 }
 
 std::string silent_server::base_url() const { return loopback_url(port_); }
+
+std::string raw_json_response(const std::string& json_body) {
+  return "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: " +
+         std::to_string(json_body.size()) + "\r\n\r\n" + json_body;
+}
 
 // ---- eventually ----
 

@@ -63,6 +63,9 @@ private:
 class silent_server {
 public:
   silent_server();  ///< binds 127.0.0.1:0 (backlog 4096) and starts its thread
+  /// The first `silent` connections never get an answer; every later one gets `response` (raw
+  /// HTTP bytes) for each request it sends: a downstream whose first call hangs.
+  silent_server(int silent, std::string response);
   ~silent_server(); ///< closes everything and joins
   int port() const { return port_; }
   std::string base_url() const;
@@ -71,17 +74,23 @@ public:
   int open_connections() const { return accepted_.load() - closed_.load(); }
 
 private:
+  void start();
   int fd_ = -1;
   int wake_fd_ = -1;
   int port_ = 0;
   std::atomic<int> accepted_{0}, closed_{0};
   std::atomic<bool> stop_{false};
+  int silent_ = -1; ///< -1: every connection is silent
+  std::string response_;
   std::thread thread_;
 };
 
 /// A TCP socket listening on 127.0.0.1 with an ephemeral port: returns the descriptor and sets
 /// `port`; throws std::runtime_error on failure. `flags` are extra socket() type flags.
 int listen_on_loopback(int backlog, int& port, int flags = 0);
+
+/// A complete HTTP/1.1 200 response carrying `json_body`.
+std::string raw_json_response(const std::string& json_body);
 
 /// A test downstream's JSON answer.
 inline void answer_json(httplib::Response& res, const nlohmann::json& body, int status = 200) {

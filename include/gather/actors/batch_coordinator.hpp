@@ -18,12 +18,15 @@
 
 namespace gather {
 
+class retry_budget;
+
 /// Everything one batch request needs, handed over by the HTTP front with its body already parsed.
 /// As for aggregate_job, the front sends `deadline_atom` when the batch's deadline passes.
 struct batch_job {
   const route_config* route = nullptr; ///< a batch route: `route->batch` is set
   std::size_t route_index = 0;         ///< the route's position in the config
   inbound_request inbound;
+  steady_time deadline; ///< the batch's deadline, or sooner when the client's deadline header asks
   batch_plan plan;
   std::shared_ptr<reply_sink> reply; ///< where the answer goes
   section_runtime runtime;
@@ -43,6 +46,7 @@ struct batch_coordinator_state {
   std::size_t running = 0;              ///< calls started and not done (backoff included)
   std::size_t open = 0;                 ///< calls not done
   std::shared_ptr<std::atomic<bool>> answered = std::make_shared<std::atomic<bool>>(false);
+  retry_budget* budget = nullptr;       ///< of the batch url's host:port
 
   ~batch_coordinator_state(); ///< cancels the transfers still in flight: however it ends, none outlives it
   static inline const char* name = "batch_coordinator";

@@ -19,13 +19,14 @@
 namespace gather {
 
 /// Everything one aggregate request needs, handed over by the HTTP front. The front also owns the
-/// request's clock: it sends the coordinator `deadline_atom` when `inbound.arrived + route->deadline`
+/// request's clock: it sends the coordinator `deadline_atom` when `deadline`
 /// passes, from the connection's timer on its event loop (CAF's clock thread would cost a thread
 /// wake-up per request, and the dead coordinator's memory would live until a delayed_send fired).
 struct aggregate_job {
   const route_config* route = nullptr;
   std::size_t route_index = 0;
   inbound_request inbound;
+  steady_time deadline; ///< the route's deadline, or sooner when the client's deadline header asks
   std::shared_ptr<reply_sink> reply; ///< where the answer goes
   section_runtime runtime;
 };

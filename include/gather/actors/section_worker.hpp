@@ -24,6 +24,8 @@ class metrics;
 class inflight_registry;
 class section_cache;
 class cluster;
+class section_guards;
+struct section_guard;
 
 /// What the process gives every worker: where to send calls and what to count.
 struct section_runtime {
@@ -34,6 +36,8 @@ struct section_runtime {
   section_cache* cache = nullptr;    ///< null on a cluster node
   cluster* nodes = nullptr;          ///< null without a cluster, and on a cluster node
   std::size_t max_response_bytes = 8 * 1024 * 1024;
+  section_guards* guards = nullptr;  ///< null on a cluster node (the gateway guards its calls)
+  const std::string* deadline_header = nullptr; ///< the config's; null or empty: none
 };
 
 /// One section of one request, resolved: what to call, plus what only this process needs.
@@ -48,13 +52,27 @@ struct section_call {
   std::string cache_key;
   millis cache_ttl{0};
   millis stale_ttl{0};
+  /// The route section's bulkhead, circuit, latencies and retry budget; null: none (a node).
+  section_guard* guard = nullptr;
 };
 
 /// Resolves section `index` of route `route` for one request whose URL rendered to `url`.
 section_call make_section_call(const section_config& section, std::size_t route, std::size_t index,
                                std::string url, const inbound_request& in, steady_time deadline,
                                std::shared_ptr<std::atomic<bool>> answered,
-                               std::size_t max_response_bytes);
+                               const section_runtime& runtime);
+
+/// "Name: N": the deadline header of a call that may take `call_timeout` with `left` until the
+/// request's deadline: the smaller of the two in whole milliseconds, at least 1.
+std::string deadline_header_line(const std::string& name, millis call_timeout,
+                                 std::chrono::nanoseconds left);
+
+/// One downstream call of the current attempt (the first call, or a hedge).
+struct running_call {
+  std::uint32_t seq = 0;      ///< tells its completion from another call's
+  std::uint64_t transfer = 0; ///< the client's id
+  steady_time started;
+};
 
 struct section_worker_state {
   section_runtime runtime;
@@ -62,7 +80,17 @@ struct section_worker_state {
   caf::actor coordinator;
   caf::typed_response_promise<section_outcome> promise;
   bool promised = false;
-  std::uint64_t transfer = 0; ///< the attempt in flight, 0 when none
+  std::vector<running_call> calls; ///< of the current attempt, in the order they started
+  std::uint32_t next_seq = 0;
+  std::uint32_t attempt_no = 0;     ///< attempts started here: a hedge timer names its attempt
+  std::uint32_t attempt_first = 0;  ///< seq of the attempt's first call
+  std::int32_t attempt_calls = 0;   ///< calls of the current attempt so far
+  steady_time attempt_started;
+  section_outcome last_failure;     ///< what the section ends with when a retry is not made
+  bool probe = false;               ///< this section is its circuit's half-open probe
+  bool remote_slot = false;         ///< holds a bulkhead slot for work running on a node
+  std::int32_t hedges = 0;
+  std::string not_made;
   std::int32_t attempts = 0;
   steady_time started;
   std::optional<std::size_t> node; ///< the cluster node running the call now, if any
@@ -70,7 +98,7 @@ struct section_worker_state {
   std::uint32_t sent = 0;          ///< work sent to nodes so far: tells a stale answer from the current one
   bool counted_local = false;      ///< counted in the cluster's local share
 
-  ~section_worker_state(); ///< cancels a transfer still in flight (the worker quit or was killed)
+  ~section_worker_state(); ///< cancels the calls still in flight (the worker quit or was killed)
   static inline const char* name = "section_worker";
 };
 

@@ -23,7 +23,7 @@
 namespace gather {
 
 /// Gateways and nodes exchange section_work and section_outcome; both must read them alike.
-constexpr std::int32_t cluster_protocol_version = 1;
+constexpr std::int32_t cluster_protocol_version = 2; ///< 2: hedges, not_made, deadline_header
 
 /// Reconnect backoff of a link to a node that is down: doubles from the first to the cap.
 constexpr millis node_reconnect_first{100};

@@ -55,6 +55,29 @@ struct retry_policy {
   double multiplier = 2.0;
 };
 
+/// `hedge` (CONTRACT §9): when an attempt has not answered after the delay, one more identical call.
+struct hedge_policy {
+  std::optional<millis> after;       ///< a fixed delay, or
+  std::optional<double> percentile;  ///< the section's measured P-th percentile of ok latency
+  millis min_delay{1};               ///< the percentile delay's floor
+  int max = 1;                       ///< extra calls per attempt, 1..3
+};
+
+/// `circuit` (CONTRACT §9): opens when too many of the recent calls failed.
+struct circuit_policy {
+  double failure_ratio = 1.0; ///< (0, 1]
+  std::size_t min_calls = 20;
+  millis window{10000};
+  millis open{5000};
+};
+
+/// `retry_budget` (CONTRACT §9): per downstream host:port, retries and hedges over 10 s may be at
+/// most ratio × first attempts + min_per_s × 10.
+struct retry_budget_policy {
+  double ratio = 0.2;
+  double min_per_s = 10;
+};
+
 struct section_config {
   std::string name;
   url_template url;
@@ -69,6 +92,9 @@ struct section_config {
   std::vector<std::string> forward_headers; ///< lower-case names
   /// Sections whose data the URL reads: this section starts only after all of them ended `ok`.
   std::vector<std::size_t> depends_on;
+  std::optional<hedge_policy> hedge;
+  std::size_t max_concurrent = 0; ///< calls in flight across requests; 0: no limit
+  std::optional<circuit_policy> circuit;
 };
 
 struct batch_config {
@@ -133,6 +159,10 @@ struct config {
   std::size_t cache_max_bytes = 268435456; ///< 256 MiB of keys and data
   std::vector<route_config> routes;
   std::optional<cluster_config> cluster;
+  retry_budget_policy retry_budget;
+  /// Sent on every downstream call with the milliseconds it may still take, and read on inbound
+  /// requests to shorten their deadline (matched in any case); empty: off.
+  std::string deadline_header = "X-Timeout-Ms";
 };
 
 /// Either a config or every problem found, one string each: "<json path>: <what is wrong>",

@@ -164,6 +164,14 @@ std::vector<field_path> read_fields(const object_reader& parent);
 std::vector<std::string> read_forward_headers(const object_reader& parent);
 
 // ---------------------------------------------------------------------------------------------
+// Resilience (read_resilience.cpp)
+
+/// A section's hedge, max_concurrent and circuit.
+void read_resilience(const object_reader& section, section_config& out);
+void read_retry_budget(const object_reader& top, retry_budget_policy& out);
+void read_deadline_header(const object_reader& top, std::string& out);
+
+// ---------------------------------------------------------------------------------------------
 // Checks across a route's sections (section_cross_checks.cpp)
 
 /// References to fields that the referenced section's own `fields` drops could never resolve.

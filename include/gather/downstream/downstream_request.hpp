@@ -23,4 +23,7 @@ std::optional<std::string> inbound_value(const url_part& part, const inbound_req
 std::vector<std::string> downstream_headers(const std::vector<std::string>& forward_headers,
                                             const inbound_request& in);
 
+/// Removes the "Name: value" lines whose name is `name` (in any case).
+void drop_header(std::vector<std::string>& headers, const std::string& name);
+
 } // namespace gather

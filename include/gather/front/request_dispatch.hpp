@@ -83,7 +83,11 @@ private:
                              std::vector<std::pair<std::string, std::string>> captures,
                              const std::string& request_id, steady_time arrived) const;
 
+  /// The route's deadline from arrival, or sooner when the request's deadline header asks.
+  steady_time deadline_of(const inbound_request& in, millis budget) const;
+
   const config& cfg_;
+  std::string deadline_header_lower_; ///< empty: the deadline header is off
   gateway_stats& stats_;
   caf::actor_system& system_;
   section_runtime runtime_;

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "gather/config/config.hpp"
+#include "gather/resilience/circuit_breaker.hpp"
 #include "gather/values/section_outcome.hpp"
 
 namespace gather {
@@ -33,6 +34,8 @@ private:
 };
 
 enum class cache_event : std::uint8_t { hit, miss, coalesced, stale };
+/// Why a section was `rejected` with no call made (CONTRACT §9).
+enum class reject_reason : std::uint8_t { max_concurrent, circuit_open };
 
 /// Figures that are not per route: read from their owners when a scrape happens.
 struct process_figures {
@@ -61,6 +64,13 @@ public:
                     bool degraded);
   void retry(std::size_t route, std::size_t section);
   void cache(std::size_t route, std::size_t section, cache_event event);
+  /// An attempt with hedge calls ended ok: `won` when a hedge call ended it, else the first call did.
+  void hedge(std::size_t route, std::size_t section, bool won);
+  void rejected(std::size_t route, std::size_t section, reject_reason why);
+  /// A retry or hedge not made because the host's retry budget had no room.
+  void budget_denied(std::size_t route, std::size_t section);
+  /// The section's circuit moved to `to`.
+  void circuit_moved(std::size_t route, std::size_t section, circuit_breaker::state to);
 
   /// The Prometheus text exposition, format 0.0.4.
   std::string exposition(const process_figures& process) const;

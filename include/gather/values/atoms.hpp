@@ -9,6 +9,7 @@ using run_atom = caf::atom_constant<caf::atom("run")>;           ///< coordinato
 using deadline_atom = caf::atom_constant<caf::atom("deadline")>; ///< coordinator -> itself
 using attempt_atom = caf::atom_constant<caf::atom("attempt")>;   ///< worker -> coordinator: a call started
 using retry_atom = caf::atom_constant<caf::atom("retry")>;       ///< worker or batch -> itself, after backoff
+using hedge_atom = caf::atom_constant<caf::atom("hedge")>;       ///< worker -> itself: the hedge delay passed
 using done_atom = caf::atom_constant<caf::atom("done")>;         ///< client -> worker or batch: transfer ended
 using lookup_atom = caf::atom_constant<caf::atom("lookup")>;     ///< worker -> cache: hit, lead or join?
 using store_atom = caf::atom_constant<caf::atom("store")>;       ///< flight leader -> cache: the outcome

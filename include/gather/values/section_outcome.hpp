@@ -24,12 +24,15 @@ struct section_outcome {
   std::int32_t last_http = 0;   ///< HTTP status of the last attempt, 0 if none arrived
   std::string detail;           ///< private reason, for the log only
   std::string node;             ///< the cluster node that made the calls; empty: this process
+  std::int32_t hedges = 0;      ///< hedge calls made (counted in `attempts` too)
+  /// Why a call was not made: "max_concurrent", "circuit_open", "retry_budget"; empty: none.
+  std::string not_made;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, section_outcome& x) {
   return f(caf::meta::type_name("gather.section_outcome"), x.status, x.source, x.attempts, x.ms,
-           x.data, x.last_http, x.detail, x.node);
+           x.data, x.last_http, x.detail, x.node, x.hedges, x.not_made);
 }
 
 } // namespace gather
