@@ -4,6 +4,8 @@
 # Depends comes from dpkg-shlibdeps (the libraries the binary links), so dpkg-dev and file are
 # needed to package; help2man for the man page. The plain build needs none of them: without them
 # the package target stops with the name of what is missing (cpack_checks.cmake.in).
+# The install rules are the package's layout: /etc and /lib/systemd are absolute, so a plain
+# `cmake --install` would write (and overwrite) them too; install the package instead.
 set(GATHER_PACKAGING_DIR ${CMAKE_CURRENT_LIST_DIR})
 
 install(TARGETS gather RUNTIME DESTINATION bin)
