@@ -29,6 +29,7 @@ import copy
 import glob
 import json
 import os
+import random
 import re
 import shutil
 import subprocess
@@ -378,6 +379,93 @@ def generated_cases(base):
     return cases
 
 
+# Pieces on the edges of each string rule: mostly good ones, so that many strings are valid, and bad
+# ones (scheme case, brackets, ports around 0 and 65535, dot segments, braces, non-token characters,
+# reserved and hop-by-hop names, spaces, non-ASCII).
+PIECES = {
+    "scheme": (["http://", "https://"], ["HTTP://", "ftp://", "http:/", ""]),
+    "host": (["127.0.0.1", "localhost", "[::1]", "h-1.example", "a_b"],
+             ["", "[]", "::1", "[::1", "h{id}", "h h", "é", "u@h"]),
+    "port": (["80", "1", "8080", "65535", "08080", "00080"],
+             ["0", "00000", "65536", "099999", "", "8o"]),
+    "url_piece": (["/", "a", "/{id}", "/{item}", "?q={query.q}", "&t={header.x-t}", "/{base.x}",
+                   "/{base.x.y}", "a.b", "%2F", "é", "#f", "=", "/..", "/{query.a.b}"],
+                  ["{", "}", "{}", "{query..q}", "{query.}", "{item.x}", "{header.a@b}", " ", "\t",
+                   "{s.x}", "{a b}"]),
+    "segment": (["a", "{id}", "{x}", "{_a1}", "~", "-", "@", "a.b", "...", "{item}"],
+                ["", ".", "..", "%2F", "é", " ", "x{id}", "{id", "{1a}", "{}"]),
+    "name": (["a", "b", "_", "1", "z", "x_1"], ["A", "query", "header", "item", "é", "-", " "]),
+    "header": (["x", "X-T", "x.y", "!#$%&'*+-.^_`|~", "-"],
+               ["a b", "host", "Host", "TE", "Transfer-Encoding", "keep-alive", "é", "@", "", ":"]),
+    "field": (["a", "b", "x", "é", " ", "{"], ["", ".", ".."]),
+}
+
+
+def random_string_cases(rnd, count):
+    def piece(kind, bad_share=0.2):
+        good, bad = PIECES[kind]
+        return rnd.choice(bad if rnd.random() < bad_share else good)
+
+    def pieces(kind, most, bad_share=0.2):
+        return "".join(piece(kind, bad_share) for _ in range(rnd.randint(1, most)))
+
+    def config(section=None, batch_url=None, path="/p/{id}", **top):
+        tested = {"name": "s", "url": "http://127.0.0.1/a/{id}", "timeout_ms": 100, "required": True}
+        tested.update(section or {})
+        routes = [{"path": path, "sections": [
+            {"name": "base", "url": "http://127.0.0.1/b", "timeout_ms": 100, "required": True},
+            tested]}]
+        if batch_url is not None:
+            routes.append({"path": "/batch/{id}", "batch": {"url": batch_url, "timeout_ms": 100}})
+        return dict(top, routes=routes)
+
+    def url(batch=False):
+        port = (":" + piece("port", 0.1)) if rnd.random() < 0.5 else ""
+        text = piece("scheme", 0.1) + piece("host", 0.1) + port + pieces("url_piece", 4, 0.1)
+        if batch:  # no section to refer to, and {item} mostly
+            text = text.replace("{base.", "{query.") + ("/{item}" if rnd.random() < 0.85 else "")
+        return text
+
+    def address():
+        return piece("host") + (":" if rnd.random() < 0.9 else "") + piece("port")
+
+    def path():
+        text = "/" + "/".join(piece("segment") for _ in range(rnd.randint(1, 3)))
+        return rnd.choice(["/", "", "/" + text, text + "/"]) if rnd.random() < 0.15 else text
+
+    def dotted():
+        return ".".join(pieces("field", 2) for _ in range(rnd.randint(1, 3)))
+
+    makers = {
+        "url": lambda v: config({"url": v}),
+        "batch.url": lambda v: config(batch_url=v),
+        "path": lambda v: config({"url": "http://127.0.0.1/a"}, path=v),
+        "name": lambda v: config({"name": v}),
+        "fallback_from": lambda v: config({"required": False, "fallback_from": v}),
+        "fields": lambda v: config({"fields": [v]}),
+        "forward_headers": lambda v: config({"forward_headers": [v]}),
+        "listen": lambda v: config(listen=v),
+        "cluster.nodes": lambda v: config(cluster={"nodes": [v]}),
+    }
+    values = {
+        "url": url,
+        "batch.url": lambda: url(batch=True),
+        "path": path,
+        "name": lambda: pieces("name", 3),
+        "fallback_from": lambda: rnd.choice(["base", "base.", "s.", "x", ""]) + dotted(),
+        "fields": dotted,
+        "forward_headers": lambda: pieces("header", 2),
+        "listen": address,
+        "cluster.nodes": address,
+    }
+    cases = []
+    for _ in range(count):
+        key = rnd.choice(sorted(makers))
+        value = values[key]()
+        cases.append((key, value, makers[key](value)))
+    return cases
+
+
 # ------------------------------------------------------------------------------------------------
 
 class SchemaTest(unittest.TestCase):
@@ -580,6 +668,32 @@ class SchemaTest(unittest.TestCase):
             return failures
 
         self.assertNoFailures(sum(parallel(judge, cases), []), "schema and gather disagree")
+
+    def test_schema_and_binary_agree_on_random_strings(self):
+        """The keys whose form is a pattern (url, batch url, path, name, fallback_from, fields,
+        forward_headers, listen, cluster nodes), each set to strings put together from pieces that
+        sit on the edges of the rules, with a fixed seed. The schema must never refuse what gather
+        accepts; gather may refuse more only for what no schema can see (references)."""
+        blind = ("this route has no section", "duplicate section name", "cannot refer to its own",
+                 "cannot fall back to its own", "the route path has no capture")
+        failures = []
+
+        def judge(case):
+            key, value, document = case
+            check = gather_check(document)
+            errors = schema_errors(document)
+            if check.returncode == 0 and errors:
+                return [key + " " + json.dumps(value) + ": gather accepts it, the schema says " +
+                        errors[0].message]
+            if check.returncode != 0 and not errors and \
+                    not all(any(b in p for b in blind) for p in check.problems):
+                return [key + " " + json.dumps(value) + ": the schema accepts it, gather says " +
+                        "; ".join(check.problems)]
+            return []
+
+        for failure in parallel(judge, random_string_cases(random.Random(12), 300)):
+            failures += failure
+        self.assertNoFailures(failures, "schema and gather disagree")
 
     def test_pending_keys_are_still_unknown_to_the_binary(self):
         base = self.every_key()
