@@ -354,6 +354,8 @@ void run_remote(worker_ptr self, std::size_t node, caf::actor actor) {
   st.node = node;
   st.node_actor = actor;
   st.remote_slot = st.call.guard != nullptr;
+  if (st.call.guard && st.attempts == 0)
+    st.call.guard->budget.first_attempt(clock::now());
   st.runtime.nodes->started(node);
   self->monitor(actor); // a dead node fails its work now, not at the request's timeout
   auto work = st.call.work;

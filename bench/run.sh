@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Gather benchmarks (docs/performance.md). Never run by ctest.
 #
-#   bench/run.sh [scenario...]      scenarios: s0 s1 s2 s3 s4 linear cluster (default: all)
+#   bench/run.sh [scenario...]      scenarios: s0 s1 s2 s3 s4 tail_drill guards linear cluster (default: all)
 #
 # Environment: GATHER_BIN (default build-bench/gather, else build/gather), DURATION (wrk seconds,
 # default 10), NGINX_PORT (default 18931), WRK_THREADS (default 2), PERF_OUT (if set: `perf record
@@ -142,6 +142,7 @@ bench() {
   [[ -n ${SHOW_SAMPLE:-} ]] && { curl -s "$url" | head -c 600; echo; }
   wrk -t"$WRK_THREADS" -c"$conns" -d2s --timeout 10s "$url" >/dev/null 2>&1 || true # warm-up
   sleep 0.5
+  [[ -n ${BEFORE_MEASURE:-} ]] && eval "$BEFORE_MEASURE"
   local th_idle rss_idle
   th_idle=$(threads_of "$GW_PID"); rss_idle=$(rss_kib "$GW_PID")
   local load; load=$(cut -d' ' -f1 /proc/loadavg)
@@ -158,6 +159,7 @@ bench() {
   [[ -n $perf_pid ]] && wait "$perf_pid" 2>/dev/null || true
   kill "$sampler" 2>/dev/null || true; wait "$sampler" 2>/dev/null || true
   read -r th_load rss_load < "$WORK/sample" || true
+  [[ -n ${AFTER_MEASURE:-} ]] && eval "$AFTER_MEASURE"
   stop_gateway
   local out=$WORK/wrk.out
   local total rps p50 p90 p99 non2xx sockerr
@@ -256,6 +258,58 @@ s4() {
   echo "S4 batch 500x50ms 2% hang c=64: median ${median} ms, ideal ${ideal} ms (ceil(500/64)*50 + 200 ms timeout), ratio $(awk -v m="$median" -v i="$ideal" 'BEGIN {printf "%.2f", m / i}') (goal <= 1.50); CPU $(awk -v d=$((c1 - c0)) -v t="$TICKS" 'BEGIN {printf "%.0f", d / t / 5 * 1000}') ms per batch; threads $th; load $(cut -d' ' -f1 /proc/loadavg)"
 }
 
+# The tail drill (docs/resilience.md): four sections, one of whose downstream answers in 10 ms 95%
+# of the time and in 250 ms 5% of the time; 64 connections. p99 without hedging, then with
+# `hedge: {"percentile": 95}`, and the extra calls the hedges made to that downstream.
+tail_route() { # tail_route HEDGE_JSON
+  python3 - "$1" <<'PY'
+import json, sys
+secs = [{"name": "tail", "url": "@D@/tail", "timeout_ms": 500, "required": True}]
+if sys.argv[1] != "none": secs[0]["hedge"] = json.loads(sys.argv[1])
+for i in range(3): secs.append({"name": "s%d" % i, "url": "@D@/d10", "timeout_ms": 500, "fallback": {"v": None}})
+print(json.dumps({"path": "/p/{id}", "deadline_ms": 1000, "sections": secs}))
+PY
+}
+
+tail_drill() {
+  local hedge label calls total
+  for hedge in none '{"percentile": 95}'; do
+    label=none; [[ $hedge == none ]] || label=p95
+    gen_config "$WORK/tail.json" 1024 "$(tail_route "$hedge")"
+    # The log counts the measured run only: emptied once the warm-up is over.
+    BEFORE_MEASURE=": > '$WORK/nginx/tail.log'" \
+      AFTER_MEASURE="curl -s http://127.0.0.1:\$GW_PORT/metrics | grep -E '^gather_(hedges_total|retry_budget_denied_total)\\{route=\"/p/\\{id\\}\",section=\"tail\"' | sed 's/^/    /'" \
+      bench "tail drill hedge=$label" "$WORK/tail.json" 64 /p/1
+    calls=$(wc -l < "$WORK/nginx/tail.log")
+    total=$(awk '/requests in/ {print $1}' "$WORK/wrk.out")
+    echo "    calls to the tail downstream: $calls for $total requests, extra $(awk -v c="$calls" -v n="$total" 'BEGIN {printf "%.1f%%", (c / n - 1) * 100}') (goal with hedging: p99 < 40 ms, extra < 10%)"
+  done
+}
+
+# S1 with every §9 mechanism configured but idle (hedge past any latency, a bulkhead and a
+# circuit that never trip) against S1 as it is: the cost of the guards on the hot path.
+guarded_sections() { # guarded_sections JSON: the same sections, each with a hedge, bulkhead, circuit
+  python3 - "$1" <<'PY'
+import json, sys
+secs = json.loads(sys.argv[1])
+for s in secs:
+    s["hedge"] = {"after_ms": 400}
+    s["max_concurrent"] = 100000
+    s["circuit"] = {"failure_ratio": 0.5}
+print(json.dumps(secs))
+PY
+}
+
+guards() {
+  local plain guarded
+  plain=$(sections_json 4 /d20 500)
+  guarded=$(guarded_sections "$plain")
+  gen_config "$WORK/g0.json" 1024 "{\"path\": \"/p/{id}\", \"deadline_ms\": 1000, \"sections\": $plain}"
+  bench "S1 no guards" "$WORK/g0.json" 64 /p/1
+  gen_config "$WORK/g1.json" 1024 "{\"path\": \"/p/{id}\", \"deadline_ms\": 1000, \"sections\": $guarded}"
+  bench "S1 all guards idle" "$WORK/g1.json" 64 /p/1
+}
+
 linear() {
   for n in 1 4 16 64; do
     gen_config "$WORK/lin$n.json" 1024 \
@@ -298,5 +352,5 @@ echo "gather bench: $BIN, $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo 
 start_nginx
 print_header
 scenarios=("$@")
-((${#scenarios[@]})) || scenarios=(s0 s1 s2 s3 s4 linear cluster)
+((${#scenarios[@]})) || scenarios=(s0 s1 s2 s3 s4 tail_drill guards linear cluster)
 for s in "${scenarios[@]}"; do "$s"; done
