@@ -86,7 +86,8 @@ function newSection(name) {
   const status = {};
   for (const st of STATUSES) status[st] = 0;
   return {name, status, other: 0, total: 0, sources: {live: 0, cache: 0, fallback: 0},
-          buckets: null, hist: null, degraded: null, retries: null, cache: null};
+          buckets: null, hist: null, degraded: null, retries: null, cache: null,
+          hedges: null, rejectedBy: null, circuitOpen: null, circuitMoves: null};
 }
 function addBucket(obj, le, v) {
   const bound = parseValue(le);
@@ -146,6 +147,24 @@ function buildModel(samples, t) {
         const s = section(L);
         if (!s.cache) s.cache = {hit: 0, miss: 0, coalesced: 0, stale: 0};
         if (CACHE_EVENTS.includes(L.event)) s.cache[L.event] += v;
+        break;
+      }
+      case "gather_hedges_total": {
+        const s = section(L);
+        if (!s.hedges) s.hedges = {won: 0, lost: 0};
+        if (L.result === "won" || L.result === "lost") s.hedges[L.result] += v;
+        break;
+      }
+      case "gather_rejected_total": {
+        const s = section(L);
+        if (!s.rejectedBy) s.rejectedBy = {max_concurrent: 0, circuit_open: 0};
+        if (L.reason === "max_concurrent" || L.reason === "circuit_open") s.rejectedBy[L.reason] += v;
+        break;
+      }
+      case "gather_circuit_open": { const s = section(L); s.circuitOpen = (s.circuitOpen ?? 0) + v; break; }
+      case "gather_circuit_transitions_total": {
+        const s = section(L);
+        if (L.to === "open") s.circuitMoves = (s.circuitMoves ?? 0) + v;
         break;
       }
       case "gather_node_up": m.nodes.set(L.node === undefined ? "" : L.node, v); break;
@@ -473,10 +492,11 @@ function latencyCell(metric, v, capped, labels, window) {
 
 const SECTION_COLS = [["section", null], ["calls/s", 64], ["status mix, last 60 s", 206],
   ["ok", 66], ["timeout", 82], ["error", 68], ["rejected", 82], ["skipped", 80],
-  ["p50", 72], ["p99", 72], ["cache hit", 116], ["retries", 62], ["degraded", 76]];
+  ["p50", 72], ["p99", 72], ["cache hit", 116], ["retries", 62], ["degraded", 76],
+  ["hedges won", 96], ["rejected: bulkhead / circuit", 118], ["circuit", 76]];
 // The header's first row groups the columns (first column, span, label).
 const SECTION_GROUPS = [[3, 5, "outcomes since start"], [8, 2, "latency, last interval"],
-                        [11, 2, "since start"]];
+                        [11, 4, "since start"]];
 
 function sectionTable(r) {
   const cols = el("colgroup", {}, ...SECTION_COLS.map(([, w]) => el("col", w ? {style: `width: ${w}px`} : {})));
@@ -535,9 +555,37 @@ function sectionTable(r) {
     }
     cells.push(el("td", {}, num("retries_total", s.retries, fmtInt, L, s.retries ? "" : "zero")));
     cells.push(el("td", {}, num("degraded_total", s.degraded, fmtInt, L, s.degraded ? "st-timeout" : "zero")));
+    cells.push(resilienceCells(s, L));
+    cells.push(el("td", {"class": "small"},
+                  num("rejected_max_concurrent_total", s.rejectedBy && s.rejectedBy.max_concurrent, fmtInt, L,
+                      s.rejectedBy && s.rejectedBy.max_concurrent ? "st-rejected" : "zero"),
+                  " / ",
+                  num("rejected_circuit_open_total", s.rejectedBy && s.rejectedBy.circuit_open, fmtInt, L,
+                      s.rejectedBy && s.rejectedBy.circuit_open ? "st-rejected" : "zero")));
+    cells.push(circuitCell(s, L));
     rows.push(el("tr", {"data-route": r.name, "data-section": s.name}, ...cells));
   }
   return el("table", {"class": "sections"}, cols, el("thead", {}, el("tr", {}, ...groups), head), el("tbody", {}, ...rows));
+}
+
+// Hedges won of the attempts that had hedge calls (CONTRACT §9: won + lost).
+function resilienceCells(s, L) {
+  const won = s.hedges ? s.hedges.won : null, all = s.hedges ? s.hedges.won + s.hedges.lost : null;
+  return el("td", {"class": "small", title: "attempts with hedge calls that ended ok: won by a hedge / all"},
+            num("hedges_won_total", won, fmtInt, L, won ? "" : "zero"), " / ",
+            num("hedged_attempts_total", all, fmtInt, L, all ? "" : "zero"));
+}
+
+function circuitCell(s, L) {
+  const open = s.circuitOpen === null ? null : s.circuitOpen > 0 ? 1 : 0;
+  const label = open === null ? "\u2014" : open ? "open" : "closed";
+  const td = el("td", {"class": open ? "st-error" : "muted",
+                       title: "1 while open or half-open; times it opened since start: " + (s.circuitMoves ?? 0)});
+  const attrs = Object.assign({"class": "num", "data-metric": "circuit_open", "data-value": open === null ? "" : String(open)}, L);
+  td.append(el("span", attrs, label));
+  if (s.circuitMoves)
+    td.append(el("span", {"class": "small"}, " \u00d7", num("circuit_opened_total", s.circuitMoves, fmtInt, L)));
+  return td;
 }
 
 function stat(label, ...value) {
