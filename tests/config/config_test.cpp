@@ -16,7 +16,7 @@ using json = nlohmann::json;
 
 namespace {
 
-/// CONTRACT §2's example, verbatim.
+/// docs/config.md's example, verbatim.
 const char* const contract_example = R"({
   "listen": "127.0.0.1:8080",
   "max_inflight": 1024,
