@@ -18,6 +18,7 @@
 #include <fstream>
 #include <functional>
 #include <map>
+#include <memory>
 #include <set>
 #include <sstream>
 #include <sys/wait.h>
@@ -993,23 +994,45 @@ TEST_CASE("a section that always takes about 120 ms reads within 10% of that on 
   });
   down.start();
   silent_server hung;
-  running_gateway gw{route_config_json(
+  const json cfg = route_config_json(
     "/p", {fallback_section("answers", down.base_url() + "/after-116ms", 1000),
            fallback_section("times_out", hung.base_url() + "/x", 116)},
-    2000)};
+    2000);
 
-  // The real latencies: each section's `ms` in the answers.
+  // The real latencies: each section's `ms` in the answers, 30 requests one after the other on a
+  // fresh gateway. The test is about sections that always take 116..125 ms; a run in which the
+  // machine stalled a call past that (seen under a load average of 8: one call of 334 ms) measured
+  // something else, and is made again on a new gateway, three runs at most.
+  std::unique_ptr<running_gateway> gw;
   std::map<std::string, std::vector<long long>> took;
-  auto client = gw.client();
-  for (int i = 0; i < 30; ++i) {
-    auto r = client.Get("/p");
-    REQUIRE(r);
-    REQUIRE(r->status == 200);
-    const auto body = json::parse(r->body);
-    REQUIRE(body["sections"]["answers"]["status"] == "ok");
-    REQUIRE(body["sections"]["times_out"]["status"] == "timeout");
-    for (const char* name : {"answers", "times_out"})
-      took[name].push_back(body["sections"][name]["ms"].get<long long>());
+  for (int run = 1;; ++run) {
+    gw = std::make_unique<running_gateway>(cfg);
+    took.clear();
+    auto client = gw->client();
+    bool stalled = false;
+    std::string seen;
+    for (int i = 0; i < 30; ++i) {
+      auto r = client.Get("/p");
+      REQUIRE(r);
+      REQUIRE(r->status == 200);
+      const auto body = json::parse(r->body);
+      REQUIRE(body["sections"]["answers"]["status"] == "ok");
+      REQUIRE(body["sections"]["times_out"]["status"] == "timeout");
+      for (const char* name : {"answers", "times_out"}) {
+        const auto ms = body["sections"][name]["ms"].get<long long>();
+        took[name].push_back(ms);
+        REQUIRE(ms >= 116); // never early
+        if (ms > 125) {
+          stalled = true;
+          seen += " " + std::string{name} + " " + std::to_string(ms) + " ms";
+        }
+      }
+    }
+    if (!stalled)
+      break;
+    if (run == 3)
+      FAIL("three runs in a row had calls stalled past 125 ms by the machine:" << seen);
+    WARN("run " << run << " had calls stalled past 125 ms by the machine (" << seen << "); measuring again");
   }
   // Nearest-rank quantiles of what was measured.
   auto nearest_rank = [](std::vector<long long> v, double q) {
@@ -1018,7 +1041,7 @@ TEST_CASE("a section that always takes about 120 ms reads within 10% of that on 
     return static_cast<double>(v[std::max<std::size_t>(rank, 1) - 1]);
   };
 
-  const auto dom = drawn_figures(dump_dom("http://127.0.0.1:" + std::to_string(gw.port()) + "/dashboard"));
+  const auto dom = drawn_figures(dump_dom("http://127.0.0.1:" + std::to_string(gw->port()) + "/dashboard"));
   CHECK(find_all(dom, "problems").empty());
   for (const char* name : {"answers", "times_out"}) {
     const labels RS{{"data-route", "/p"}, {"data-section", name}};
@@ -1026,7 +1049,6 @@ TEST_CASE("a section that always takes about 120 ms reads within 10% of that on 
       const double real = nearest_rank(took[name], q);
       const double shown = find_one(dom, metric, RS).value();
       INFO("section " << name << ": " << metric << " drawn " << shown << " ms, measured " << real << " ms");
-      CHECK(real >= 116);
       CHECK(std::abs(shown - real) <= 0.1 * real);
     }
   }
