@@ -51,6 +51,11 @@ struct demo_downstreams::impl {
   std::condition_variable stopping_cv;
   bool stopping = false;
 
+  ~impl() {
+    if (down_fd >= 0)
+      ::close(down_fd);
+  }
+
   /// Sleeps like a slow service, but lets shutdown end it at once.
   void slow(std::chrono::milliseconds d) {
     std::unique_lock<std::mutex> lock{mutex};
@@ -128,7 +133,6 @@ demo_downstreams::~demo_downstreams() {
   impl_->stopping_cv.notify_all();
   impl_->server.stop();
   impl_->thread.join();
-  ::close(impl_->down_fd);
 }
 
 int demo_downstreams::port() const {
