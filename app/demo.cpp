@@ -1,24 +1,60 @@
 #include "gather/demo.hpp"
 
+#include <arpa/inet.h>
 #include <atomic>
 #include <condition_variable>
 #include <mutex>
+#include <netinet/in.h>
 #include <stdexcept>
+#include <sys/socket.h>
 #include <thread>
+#include <unistd.h>
 
 #include <httplib.h>
 #include <nlohmann/json.hpp>
 
 namespace gather {
 
+namespace {
+
+/// A loopback port that refuses every connection for as long as the demo runs: a socket bound to
+/// it but never listening answers each SYN with a reset. (A port merely believed free could be
+/// taken by anything meanwhile.) This is the "down" downstream.
+int bind_refusing_port(int& fd) {
+  fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0)
+    throw std::runtime_error("demo downstreams: socket() failed");
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof addr;
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), len) != 0 ||
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0)
+    throw std::runtime_error("demo downstreams: cannot bind a refusing port on 127.0.0.1");
+  return ntohs(addr.sin_port);
+}
+
+bool all_digits(const std::string& s) {
+  return !s.empty() && s.find_first_not_of("0123456789") == std::string::npos;
+}
+
+} // namespace
+
 struct demo_downstreams::impl {
   httplib::Server server;
   std::thread thread;
   int port = 0;
+  int down_fd = -1;
+  int down_port = 0;
   std::atomic<unsigned> shop_calls{0};
   std::mutex mutex;
   std::condition_variable stopping_cv;
   bool stopping = false;
+
+  ~impl() {
+    if (down_fd >= 0)
+      ::close(down_fd);
+  }
 
   /// Sleeps like a slow service, but lets shutdown end it at once.
   void slow(std::chrono::milliseconds d) {
@@ -26,44 +62,58 @@ struct demo_downstreams::impl {
     stopping_cv.wait_for(lock, d, [this] { return stopping; });
   }
 
-  static void json(httplib::Response& res, const nlohmann::json& body) {
+  static void json(httplib::Response& res, const nlohmann::json& body, int status = 200) {
+    res.status = status;
     res.set_content(body.dump(), "application/json");
   }
 
   void routes() {
     server.Get(R"(/items/([^/]+))", [](const httplib::Request& req, httplib::Response& res) {
       const auto id = req.matches[1].str();
+      if (!all_digits(id)) // the catalogue knows numbers only: /products/abc is a missing product
+        return json(res, {{"error", "no such item"}}, 404);
       json(res, {{"id", id}, {"title", "Demo product " + id}, {"stock", {{"available", 3}}},
-                 {"shop_id", "s-7"}});
+                 {"shop_id", "s-" + id.substr(id.size() - 1)}});
     });
     server.Get(R"(/price/([^/]+))", [](const httplib::Request&, httplib::Response& res) {
       json(res, {{"amount", 199.0}, {"currency", "CNY"}});
     });
     server.Get(R"(/stock/([^/]+))", [](const httplib::Request& req, httplib::Response& res) {
-      if (req.matches[1].str().size() >= 4) { // items from 1000 on: the stock service has no record
-        res.status = 404;
-        return json(res, {{"error", "unknown item"}});
-      }
+      if (req.matches[1].str().size() >= 4) // items from 1000 on: the stock service has no record
+        return json(res, {{"error", "unknown item"}}, 404);
       json(res, {{"available", 12}, {"warehouse", "SH-2"}});
     });
-    server.Get(R"(/promo/([^/]+))", [](const httplib::Request&, httplib::Response& res) {
-      json(res, {{"id", "spring-10"}, {"label", "10% off this week"}});
+    // Promotions differ per tenant (the X-Tenant header, forwarded): the gateway caches them per
+    // tenant, since the forwarded header's value is part of the cache key.
+    server.Get(R"(/promo/([^/]+))", [](const httplib::Request& req, httplib::Response& res) {
+      const auto tenant = req.get_header_value("X-Tenant");
+      if (tenant.empty())
+        return json(res, {{"id", "spring-10"}, {"label", "10% off this week"}});
+      json(res, {{"id", tenant + "-vip"}, {"label", "15% off for " + tenant + " members"}});
     });
     server.Get(R"(/reviews/([^/]+))", [this](const httplib::Request&, httplib::Response& res) {
-      slow(std::chrono::milliseconds{400}); // past its 120 ms timeout: the hung service of article 001
+      slow(std::chrono::milliseconds{400}); // past its 120 ms timeout: a hung service
       json(res, {{"score", 4.6}, {"count", 1289}});
     });
     server.Get(R"(/shops/([^/]+))", [this](const httplib::Request& req, httplib::Response& res) {
-      if (shop_calls.fetch_add(1) % 3 == 0) { // flaky: every third call fails, a retry recovers
-        res.status = 503;
-        return json(res, {{"error", "try again"}});
-      }
-      json(res, {{"id", req.matches[1].str()}, {"name", "Demo Shop"}, {"rating", 4.8}});
+      if (shop_calls.fetch_add(1) % 3 == 0) // flaky: every third call fails, a retry recovers
+        return json(res, {{"error", "try again"}}, 503);
+      json(res, {{"id", req.matches[1].str()}, {"name", "Demo Shop " + req.matches[1].str()}, {"rating", 4.8}});
+    });
+    // The batch route's orders: "slow-..." take 250 ms, "stuck-..." never answer in time.
+    server.Get(R"(/orders/([^/]+))", [this](const httplib::Request& req, httplib::Response& res) {
+      const auto order = req.matches[1].str();
+      if (order.rfind("slow", 0) == 0)
+        slow(std::chrono::milliseconds{250});
+      if (order.rfind("stuck", 0) == 0)
+        slow(std::chrono::milliseconds{3000}); // past its 400 ms timeout, twice
+      json(res, {{"order", order}, {"state", "shipped"}});
     });
   }
 };
 
 demo_downstreams::demo_downstreams() : impl_(std::make_unique<impl>()) {
+  impl_->down_port = bind_refusing_port(impl_->down_fd);
   impl_->routes();
   impl_->server.new_task_queue = [] { return new httplib::ThreadPool(64); };
   impl_->server.set_tcp_nodelay(true);
@@ -91,7 +141,8 @@ int demo_downstreams::port() const {
 
 std::string demo_downstreams::config_json(const std::string& listen) const {
   const auto base = "http://127.0.0.1:" + std::to_string(impl_->port);
-  nlohmann::json sections = nlohmann::json::array({
+  const auto down = "http://127.0.0.1:" + std::to_string(impl_->down_port);
+  nlohmann::json product = nlohmann::json::array({
     {{"name", "base"}, {"url", base + "/items/{id}"}, {"timeout_ms", 300}, {"required", true}},
     {{"name", "price"}, {"url", base + "/price/{id}"}, {"timeout_ms", 300},
      {"fallback", {{"amount", nullptr}, {"currency", "CNY"}}},
@@ -99,18 +150,52 @@ std::string demo_downstreams::config_json(const std::string& listen) const {
     {{"name", "stock"}, {"url", base + "/stock/{id}"}, {"timeout_ms", 300},
      {"fallback_from", "base.stock"}},
     {{"name", "promo"}, {"url", base + "/promo/{id}"}, {"timeout_ms", 200},
-     {"fallback", {{"id", nullptr}, {"label", ""}}}},
+     {"fallback", {{"id", nullptr}, {"label", ""}}}, {"cache_ttl_ms", 30000},
+     {"forward_headers", {"x-tenant"}}},
     {{"name", "reviews"}, {"url", base + "/reviews/{id}?tenant={header.x-tenant}"},
      {"timeout_ms", 120}, {"fallback", {{"score", 0}, {"count", 0}}},
      {"fields", {"score", "count"}}, {"forward_headers", {"x-tenant"}}},
     {{"name", "shop"}, {"url", base + "/shops/{base.shop_id}"}, {"timeout_ms", 200},
      {"fallback", {{"name", ""}}}, {"retry", {{"attempts", 2}, {"backoff_ms", 10}}}},
   });
+  nlohmann::json delivery = nlohmann::json::array({
+    {{"name", "base"}, {"url", base + "/items/{id}"}, {"timeout_ms", 300}, {"required", true}},
+    {{"name", "carrier"}, {"url", down + "/carriers/{id}"}, {"timeout_ms", 300}, {"required", true},
+     {"retry", {{"attempts", 2}, {"backoff_ms", 20}}}},
+  });
+  nlohmann::json orders = {{"url", base + "/orders/{item}"}, {"max_items", 100}, {"concurrency", 8},
+                           {"timeout_ms", 400}, {"retry", {{"attempts", 2}, {"backoff_ms", 50}}},
+                           {"deadline_ms", 2000}};
   nlohmann::json cfg = {
     {"listen", listen},
-    {"routes", {{{"path", "/products/{id}"}, {"deadline_ms", 800}, {"sections", sections}}}},
+    {"routes",
+     {{{"path", "/products/{id}"}, {"deadline_ms", 800}, {"sections", product}},
+      {{"path", "/delivery/{id}"}, {"deadline_ms", 800}, {"sections", delivery}},
+      {{"path", "/orders/status"}, {"batch", orders}}}},
   };
   return cfg.dump(2);
+}
+
+const char* demo_downstreams::banner() {
+  // Every curl line below is run as printed, and what its comment claims is checked, by
+  // tests/app/demo_test.cpp.
+  return R"(
+Gather demo: three routes on simulated downstreams (reviews is slow, shop is flaky, carrier is down).
+Try:
+  curl -s {base}/products/42            # degraded: reviews times out (its fallback shows); flaky shop is retried
+  curl -s {base}/products/17            # dependent: shop's URL uses base's shop_id (s-7)
+  curl -s {base}/products/1234          # stock answers 404: its data comes from base.stock
+  curl -s -H 'X-Tenant: acme' {base}/products/42     # run twice: promo's source turns live -> cache
+  curl -s -H 'X-Tenant: globex' {base}/products/42   # another tenant: its own promo, its own cache entry
+  curl -s -H 'Content-Type: application/json' -d '{"items": ["o1", "slow-2", "stuck-3", 4]}' {base}/orders/status   # batch: a status per item, stuck-3 times out
+  curl -si -H 'Content-Type: application/json' -d '{"items": [true]}' {base}/orders/status   # 400 bad_request with a message
+  curl -si {base}/products/abc          # base (required) answers 404: the page is 404 not_found
+  curl -si {base}/delivery/42           # carrier (required) is down: 503 upstream_unavailable
+  curl -s {base}/healthz
+  curl -s {base}/metrics                # Prometheus text: every counter and histogram
+Dashboard: {base}/dashboard (open it in a browser)
+Stop with Ctrl-C.
+)";
 }
 
 } // namespace gather

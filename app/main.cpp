@@ -1,4 +1,4 @@
-// gather: the command line (CONTRACT §1).
+// gather: the command line (docs/cli.md).
 #include <csignal>
 #include <cstdio>
 #include <iostream>
@@ -106,17 +106,6 @@ int run_node(const std::string& listen) {
   return 0;
 }
 
-const char* demo_banner = R"(
-Gather demo: a product page from six simulated downstreams (reviews is slow, shop is flaky).
-Try:
-  curl -s {base}/products/42            # reviews times out: degraded, with its fallback
-  curl -s -H 'X-Tenant: acme' {base}/products/42
-  curl -s {base}/products/1234          # stock answers 404: its data comes from base.stock
-  curl -s {base}/healthz
-  curl -s {base}/metrics
-Stop with Ctrl-C.
-)";
-
 } // namespace
 
 int main(int argc, char** argv) {
@@ -166,7 +155,7 @@ int main(int argc, char** argv) {
     auto result = gather::load_config(downstreams.config_json(listen.empty() ? "127.0.0.1:8080" : listen));
     if (!result.value)
       return report_problems(result);
-    return serve(std::move(*result.value), "", demo_banner);
+    return serve(std::move(*result.value), "", gather::demo_downstreams::banner());
   }
   return run_node(listen);
 }

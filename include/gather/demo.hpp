@@ -8,9 +8,11 @@
 
 namespace gather {
 
-/// base, price, stock, promo, reviews and shop on one loopback server with an ephemeral port.
-/// reviews is slow (answers after its timeout), shop is flaky (every other call 503, then ok on retry
-/// or not), stock's items >= 1000 answer 404 so the fallback_from path shows.
+/// base, price, stock, promo, reviews, shop and orders on one loopback server with an ephemeral
+/// port, and a carrier port that refuses connections. reviews is slow (answers after its timeout),
+/// shop is flaky (every third call 503, a retry recovers), stock's items >= 1000 answer 404 so the
+/// fallback_from path shows, items that are not numbers answer 404 (a missing product), promo
+/// answers per X-Tenant, orders "slow-*" take 250 ms and "stuck-*" hang.
 class demo_downstreams {
 public:
   demo_downstreams();  ///< starts serving
@@ -18,6 +20,9 @@ public:
   int port() const;
   /// The demo configuration (a product-page route) as JSON text, pointing at port().
   std::string config_json(const std::string& listen) const;
+  /// What `gather demo` prints after its listening line: the examples to try, each a curl line
+  /// with `{base}` standing for http://host:port.
+  static const char* banner();
 
 private:
   struct impl;

@@ -1,4 +1,4 @@
-// Batch routes end to end (CONTRACT §5): real downstreams on 127.0.0.1, the real gateway, real HTTP.
+// Batch routes end to end (docs/api.md#batch-routes-post): real downstreams on 127.0.0.1, the real gateway, real HTTP.
 // Timing assertions keep margins a loaded 2-core machine keeps.
 #include <catch2/catch.hpp>
 

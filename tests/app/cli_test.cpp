@@ -1,4 +1,4 @@
-// The command line of CONTRACT §1, on the real binary.
+// The command line of docs/cli.md, on the real binary.
 #include <catch2/catch.hpp>
 
 #include <atomic>

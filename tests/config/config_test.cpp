@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
 #include <unistd.h>
 
@@ -16,7 +17,7 @@ using json = nlohmann::json;
 
 namespace {
 
-/// CONTRACT §2's example, verbatim.
+/// docs/config.md's example, verbatim.
 const char* const contract_example = R"({
   "listen": "127.0.0.1:8080",
   "max_inflight": 1024,
@@ -933,4 +934,11 @@ TEST_CASE("a url's port is a number from 1 to 65535", "[config]") {
   }
   require_valid(with_sections(json::array({section("a", "http://h:65535/a/{id}")})));
   require_valid(with_sections(json::array({section("a", "http://[::1]:8080/a/{id}")})));
+}
+
+TEST_CASE("docs/config.md's example is the configuration the tests load", "[config]") {
+  std::ifstream in{std::string{GATHER_SOURCE_DIR} + "/docs/config.md"};
+  std::stringstream doc;
+  doc << in.rdbuf();
+  CHECK(doc.str().find(std::string{"```json\n"} + contract_example + "\n```\n") != std::string::npos);
 }

@@ -1,6 +1,8 @@
 // /metrics: the exposition parsed back line by line, and every series moving as it should.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <cmath>
 #include <map>
 #include <regex>
 #include <sstream>
@@ -89,13 +91,26 @@ TEST_CASE("every contract metric is exposed with its type", "[metrics]") {
   CHECK(s[R"(gather_requests_total{route="/p",code="200"})"] == 1);
   CHECK(s[R"(gather_node_up{node="127.0.0.1:4242"})"] == 0);
   CHECK(s.samples.count(R"(gather_node_up{node="127.0.0.1:4242"})") == 1);
-  // Histogram buckets are cumulative and end in +Inf == _count.
+  // Histogram buckets: exactly latency_histogram::bounds then +Inf (whatever that set is), their
+  // counts cumulative, +Inf == _count.
+  const std::string prefix = R"(gather_request_duration_seconds_bucket{route="/p",le=")";
+  std::vector<std::pair<double, double>> buckets; // le, cumulative count
+  for (const auto& [key, value] : s.samples)
+    if (key.rfind(prefix, 0) == 0) {
+      const auto le = key.substr(prefix.size(), key.size() - prefix.size() - 2); // without "}
+      buckets.emplace_back(le == "+Inf" ? INFINITY : std::stod(le), value);
+    }
+  std::sort(buckets.begin(), buckets.end());
+  const auto& bounds = gather::latency_histogram::bounds;
+  REQUIRE(buckets.size() == bounds.size() + 1);
   double previous = 0;
-  for (auto le : {"0.001", "0.0025", "0.005", "0.01", "0.025", "0.05", "0.1", "0.25", "0.5", "1", "2.5", "5", "10", "+Inf"}) {
-    double v = s[std::string{R"(gather_request_duration_seconds_bucket{route="/p",le=")"} + le + "\"}"];
-    CHECK(v >= previous);
-    previous = v;
+  for (std::size_t i = 0; i < buckets.size(); ++i) {
+    if (i < bounds.size())
+      CHECK(buckets[i].first == Approx(bounds[i]));
+    CHECK(buckets[i].second >= previous);
+    previous = buckets[i].second;
   }
+  CHECK(std::isinf(buckets.back().first));
   CHECK(previous == s[R"(gather_request_duration_seconds_count{route="/p"})"]);
   CHECK(previous == 1);
 }

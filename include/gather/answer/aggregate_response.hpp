@@ -1,4 +1,4 @@
-// The answer of an aggregate route, once every section has an outcome (CONTRACT §3 and §4).
+// The answer of an aggregate route, once every section has an outcome (docs/api.md).
 #pragma once
 
 #include <string>

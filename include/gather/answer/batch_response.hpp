@@ -1,4 +1,4 @@
-// The answer of a batch route (CONTRACT §5), once every call has an outcome.
+// The answer of a batch route (docs/api.md#batch-routes-post), once every call has an outcome.
 #pragma once
 
 #include <cstddef>

@@ -1,4 +1,4 @@
-// The gateway's side of the cluster (CONTRACT §8): which worker nodes are up, and where the next
+// The gateway's side of the cluster (docs/cluster.md): which worker nodes are up, and where the next
 // section runs.
 //
 // Each configured node has a link thread that connects with the CAF middleman (remote_actor blocks,

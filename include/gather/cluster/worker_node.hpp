@@ -1,4 +1,4 @@
-// `gather node`: a cluster worker node (CONTRACT §8).
+// `gather node`: a cluster worker node (docs/cluster.md).
 //
 // It publishes one node_service actor with the CAF middleman. A gateway sends it `section_work`
 // (URL, headers, timeouts, retry policy, projection: everything resolved, no route config needed);

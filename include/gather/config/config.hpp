@@ -1,4 +1,4 @@
-// The gateway's configuration (CONTRACT §2), as typed values.
+// The gateway's configuration (docs/config.md), as typed values.
 //
 // load_config() turns JSON text into a `config` or into the full list of problems, each naming its
 // JSON path. Everything the runtime needs precomputed (parsed URL templates, dependency edges, the

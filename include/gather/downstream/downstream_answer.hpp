@@ -10,7 +10,7 @@
 
 namespace gather {
 
-/// JSON nested deeper than this is an `error` (CONTRACT §3).
+/// JSON nested deeper than this is an `error` (docs/api.md#section-statuses).
 constexpr int max_json_depth = 512;
 
 struct answer_verdict {

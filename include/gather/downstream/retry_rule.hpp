@@ -1,4 +1,4 @@
-// The retry rule of CONTRACT §2, shared by section workers and batch item calls: which failures are
+// The retry rule (docs/api.md#section-statuses), shared by section workers and batch item calls: which failures are
 // tried again, after what backoff, and never when the next attempt could not finish by the deadline.
 #pragma once
 

@@ -1,4 +1,4 @@
-// Reading a batch request's body (CONTRACT §5): `{"items": [...]}` of strings and numbers.
+// Reading a batch request's body (docs/api.md#batch-routes-post): `{"items": [...]}` of strings and numbers.
 #pragma once
 
 #include <cstddef>

@@ -1,4 +1,4 @@
-// GET /dashboard (CONTRACT §6): one self-contained HTML page, inline CSS, JS and SVG, no external
+// GET /dashboard (docs/dashboard.md): one self-contained HTML page, inline CSS, JS and SVG, no external
 // resources. It polls /metrics and /debug/actors (relative URLs) every second and draws them;
 // docs/dashboard.md describes what it shows and how each figure is computed. Its sources are
 // app/ops/dashboard/ (index.html, dashboard.css, dashboard.js), inlined and embedded at build time.

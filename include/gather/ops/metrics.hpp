@@ -1,4 +1,4 @@
-// Gather's labelled metrics (CONTRACT §6), counted without locks on the hot path.
+// Gather's labelled metrics (docs/operations.md), counted without locks on the hot path.
 //
 // Every series a route can produce exists from start-up, as plain atomics in arrays indexed by
 // route, section, status and bucket: counting is one relaxed atomic add, a scrape reads them all.
@@ -18,11 +18,14 @@
 
 namespace gather {
 
-/// A latency histogram with buckets that suit millisecond budgets (1 ms ... 10 s).
+/// A latency histogram with buckets that suit millisecond budgets (1 ms ... 10 s). Dense from 50 to
+/// 300 ms, where section timeouts usually lie: a quantile is interpolated inside one bucket, so a
+/// section that always takes 121 ms must not share a bucket as wide as 100..250 ms (that read 175).
 class latency_histogram {
 public:
-  static constexpr std::array<double, 13> bounds{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
-                                                 0.25,  0.5,    1,     2.5,  5,     10};
+  static constexpr std::array<double, 21> bounds{0.001, 0.002, 0.005, 0.01, 0.02, 0.03, 0.05,
+                                                 0.075, 0.1,   0.125, 0.15, 0.2,  0.25, 0.3,
+                                                 0.4,   0.5,   0.75,  1,    2,    5,    10};
   void observe(std::chrono::microseconds d);
   /// Appends `<name>_bucket{<labels>,le=...}`, `_sum` and `_count` lines.
   void write(std::string& out, const std::string& name, const std::string& labels) const;

@@ -1,4 +1,4 @@
-// The built-in operations endpoints: /healthz, /metrics, /debug/actors, /dashboard (CONTRACT §6).
+// The built-in operations endpoints: /healthz, /metrics, /debug/actors, /dashboard (docs/operations.md).
 #pragma once
 
 #include <string>

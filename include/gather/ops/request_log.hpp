@@ -1,4 +1,4 @@
-// One JSON line per request on stderr (CONTRACT §7): what responses never carry goes here.
+// One JSON line per request on stderr (docs/operations.md#logs): what responses never carry goes here.
 #pragma once
 
 #include <cstdint>
