@@ -53,10 +53,25 @@ void count(const aggregate_job& job, int status, const std::vector<section_outco
                           status == 200 && outcomes[i].status != section_status::ok);
 }
 
+void finish(coordinator_state& st, std::size_t i, section_outcome outcome);
+section_outcome skipped(std::string why);
+
 void answer(coordinator_ptr self) {
   auto& st = self->state;
   const auto& job = *st.job;
   st.answered->store(true);
+  // A required section failed first: what is still open is cancelled, and says so in the log and
+  // the metrics (not a 0 ms "skipped" that never ran).
+  for (std::size_t i = 0; i < st.phases.size(); ++i) {
+    if (st.phases[i] == phase::done)
+      continue;
+    auto outcome = skipped("cancelled: a required section failed first");
+    if (st.phases[i] == phase::running) {
+      outcome.attempts = st.outcomes[i].attempts;
+      outcome.ms = ms_since(st.started[i]);
+    }
+    finish(st, i, std::move(outcome));
+  }
   if (!job.reply->claim()) { // the front gave up first (client gone, hard limit): its line
     self->quit();
     return;

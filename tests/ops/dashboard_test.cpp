@@ -766,7 +766,10 @@ TEST_CASE("under load the dashboard polls the gateway, and its totals equal /met
     "/p/{id}",
     {{{"name", "base"}, {"url", b + "/ok/{id}"}, {"timeout_ms", 500}, {"required", true}, {"cache_ttl_ms", 60000}},
      fallback_section("slow", b + "/slow", 80),
-     fallback_section("broken", b + "/broken", 300, {{"retry", {{"attempts", 2}, {"backoff_ms", 5}}}}),
+     fallback_section("broken", b + "/broken", 300,
+                      {{"retry", {{"attempts", 2}, {"backoff_ms", 5}}},
+                       // opens and probes again and again: the circuit columns move
+                       {"circuit", {{"failure_ratio", 1}, {"min_calls", 4}, {"open_ms", 300}}}}),
      fallback_section("dep", b + "/ok/{broken.id}", 300)},
     1000);
   cfg["routes"].push_back({{"path", "/q"}, {"deadline_ms", 500},
@@ -890,6 +893,15 @@ TEST_CASE("under load the dashboard polls the gateway, and its totals equal /met
         }
         CHECK(find_one(dom, "retries_total", RS).value() == sum_of(m, "gather_retries_total", rs));
         CHECK(find_one(dom, "degraded_total", RS).value() == sum_of(m, "gather_degraded_total", rs));
+        const double won = sum_of(m, "gather_hedges_total", with(rs, {{"result", "won"}}));
+        CHECK(find_one(dom, "hedges_won_total", RS).value() == won);
+        CHECK(find_one(dom, "hedged_attempts_total", RS).value() ==
+              won + sum_of(m, "gather_hedges_total", with(rs, {{"result", "lost"}})));
+        CHECK(find_one(dom, "rejected_max_concurrent_total", RS).value() ==
+              sum_of(m, "gather_rejected_total", with(rs, {{"reason", "max_concurrent"}})));
+        CHECK(find_one(dom, "rejected_circuit_open_total", RS).value() ==
+              sum_of(m, "gather_rejected_total", with(rs, {{"reason", "circuit_open"}})));
+        CHECK(find_one(dom, "circuit_open", RS).value() == sum_of(m, "gather_circuit_open", rs));
         for (auto [metric, q] : {std::pair{"section_p50_ms", 0.5}, std::pair{"section_p99_ms", 0.99}}) {
           const double expected = 1000 * quantile(m, "gather_section_duration_seconds", rs, q);
           if (std::isnan(expected))
@@ -922,6 +934,7 @@ TEST_CASE("under load the dashboard polls the gateway, and its totals equal /met
     if (sum_of(m, "gather_cache_events_total", {{"route", "/p/{id}"}, {"section", "base"}, {"event", "hit"}}) == 0)
       WARN("the gateway counted no cache hit for a section with cache_ttl_ms: the cache column was not compared");
     CHECK(sum_of(m, "gather_retries_total", {{"route", "/p/{id}"}, {"section", "broken"}}) > 0);
+    CHECK(sum_of(m, "gather_rejected_total", {{"route", "/p/{id}"}, {"section", "broken"}, {"reason", "circuit_open"}}) > 0);
     CHECK(find_all(dom, "section_total", {{"data-route", "/p/{id}"}, {"data-status", "ok"}}).size() == 4);
   }
 }
