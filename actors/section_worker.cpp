@@ -32,6 +32,7 @@
 #include "gather/downstream/retry_rule.hpp"
 #include "gather/actors/section_cache.hpp"
 #include "gather/resilience/section_guards.hpp"
+#include "gather/runtime/io_loops.hpp"
 
 #include <algorithm>
 
@@ -208,7 +209,14 @@ void schedule_hedge(worker_ptr self) {
   const auto at = clock::now() + *delay;
   if (at >= st.attempt_started + millis{st.call.work.timeout_ms} || at >= st.call.deadline)
     return; // it would start after its attempt or its request ended
-  self->delayed_send(self, *delay, hedge_atom::value, st.attempt_no);
+  const auto loop = st.runtime.loops ? st.runtime.loops->current() : std::nullopt;
+  if (!loop)
+    return self->delayed_send(self, *delay, hedge_atom::value, st.attempt_no);
+  st.hedge_timer.arm(st.runtime.loops->loop(*loop), *delay,
+                     [me = caf::actor_cast<caf::weak_actor_ptr>(self), attempt = st.attempt_no] {
+                       if (auto alive = me.lock())
+                         caf::anon_send(caf::actor_cast<caf::actor>(alive), hedge_atom::value, attempt);
+                     });
 }
 
 void start_attempt(worker_ptr self) {
@@ -245,6 +253,7 @@ void on_hedge(worker_ptr self, std::uint32_t attempt) {
 /// Cancels the attempt's other calls: their connections close, their answers never come.
 void cancel_calls(worker_ptr self) {
   auto& st = self->state;
+  st.hedge_timer.cancel();
   for (const auto& call : st.calls) {
     st.runtime.client->cancel(call.transfer);
     release_slot(self);
@@ -425,6 +434,7 @@ void call_ended(worker_ptr self, std::uint32_t seq, transfer_result&& result) {
   }
   if (!st.calls.empty())
     return; // another call of this attempt may still succeed
+  st.hedge_timer.cancel();
   circuit_record(self, true);
   retry_or_finish(self, retryable, std::move(outcome));
 }

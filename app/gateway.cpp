@@ -82,7 +82,7 @@ struct gateway::impl {
       nodes(cluster_of(system, cfg)),
       dispatch(cfg, stats, system,
                section_runtime{&client, &stats, &counters, &inflight, &cache, nodes.get(),
-                               cfg.max_response_bytes, &guards, &cfg.deadline_header}),
+                               cfg.max_response_bytes, &guards, &cfg.deadline_header, &loops}),
       server(cfg, stats, loops, dispatch) {
   }
 };

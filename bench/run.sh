@@ -293,13 +293,14 @@ tail_drill() {
 # S1 with every §9 mechanism configured but idle (hedge past any latency, a bulkhead and a
 # circuit that never trip) against S1 as it is: the cost of the guards on the hot path.
 guarded_sections() { # guarded_sections JSON: the same sections, each with a hedge, bulkhead, circuit
-  python3 - "$1" <<'PY'
+  python3 - "$1" "${GUARDS:-all}" <<'PY'
 import json, sys
 secs = json.loads(sys.argv[1])
+only = sys.argv[2] if len(sys.argv) > 2 else "all"
 for s in secs:
-    s["hedge"] = {"after_ms": 400}
-    s["max_concurrent"] = 100000
-    s["circuit"] = {"failure_ratio": 0.5}
+    if only in ("all", "hedge"): s["hedge"] = {"after_ms": 400}
+    if only in ("all", "max_concurrent"): s["max_concurrent"] = 100000
+    if only in ("all", "circuit"): s["circuit"] = {"failure_ratio": 0.5}
 print(json.dumps(secs))
 PY
 }

@@ -13,6 +13,7 @@
 
 #include "gather/config/config.hpp"
 #include "gather/downstream/downstream_client.hpp"
+#include "gather/runtime/loop_timer.hpp"
 #include "gather/values/gateway_stats.hpp"
 #include "gather/values/inbound_request.hpp"
 #include "gather/values/section_outcome.hpp"
@@ -25,6 +26,7 @@ class inflight_registry;
 class section_cache;
 class cluster;
 class section_guards;
+class io_loops;
 struct section_guard;
 
 /// What the process gives every worker: where to send calls and what to count.
@@ -38,6 +40,7 @@ struct section_runtime {
   std::size_t max_response_bytes = 8 * 1024 * 1024;
   section_guards* guards = nullptr;  ///< null on a cluster node (the gateway guards its calls)
   const std::string* deadline_header = nullptr; ///< the config's; null or empty: none
+  io_loops* loops = nullptr;         ///< where hedge timers run; null: CAF's delayed_send
 };
 
 /// One section of one request, resolved: what to call, plus what only this process needs.
@@ -90,6 +93,7 @@ struct section_worker_state {
   bool probe = false;               ///< this section is its circuit's half-open probe
   bool remote_slot = false;         ///< holds a bulkhead slot for work running on a node
   std::int32_t hedges = 0;
+  loop_timer hedge_timer;           ///< the current attempt's next hedge
   std::string not_made;
   std::int32_t attempts = 0;
   steady_time started;
