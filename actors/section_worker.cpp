@@ -105,6 +105,7 @@ void start_attempt(worker_ptr self) {
   count_attempt(self);
   transfer_request request{st.call.work.url, st.call.work.headers, millis{st.call.work.timeout_ms},
                            st.call.work.max_response_bytes};
+  st.span = call_span::begin(st.runtime.spans, request.headers, st.call.name, st.attempts);
   auto me = caf::actor_cast<caf::actor>(self);
   auto answered = st.call.answered;
   auto* stats = st.runtime.stats;
@@ -214,6 +215,7 @@ void attempt_ended(worker_ptr self, transfer_result&& result) {
   auto verdict = classify_answer(std::move(result), work.fields);
   const bool retryable = verdict.retryable;
   auto outcome = outcome_of(std::move(verdict));
+  st.span.finish(outcome.status, outcome.last_http);
   if (outcome.status == section_status::ok)
     return finish(self, std::move(outcome));
   retry_or_finish(self, retryable, std::move(outcome));
@@ -256,8 +258,10 @@ void look_up(worker_ptr self) {
 } // namespace
 
 section_worker_state::~section_worker_state() {
-  if (transfer != 0)
+  if (transfer != 0) {
     runtime.client->cancel(transfer);
+    span.cancel();
+  }
   if (node)
     runtime.nodes->ended(*node);
   if (counted_local)

@@ -13,6 +13,7 @@
 
 #include "gather/config/config.hpp"
 #include "gather/downstream/downstream_client.hpp"
+#include "gather/tracing/call_span.hpp"
 #include "gather/values/gateway_stats.hpp"
 #include "gather/values/inbound_request.hpp"
 #include "gather/values/section_outcome.hpp"
@@ -24,6 +25,7 @@ class metrics;
 class inflight_registry;
 class section_cache;
 class cluster;
+class span_exporter;
 
 /// What the process gives every worker: where to send calls and what to count.
 struct section_runtime {
@@ -34,6 +36,7 @@ struct section_runtime {
   section_cache* cache = nullptr;    ///< null on a cluster node
   cluster* nodes = nullptr;          ///< null without a cluster, and on a cluster node
   std::size_t max_response_bytes = 8 * 1024 * 1024;
+  span_exporter* spans = nullptr;    ///< null without tracing, and on a cluster node
 };
 
 /// One section of one request, resolved: what to call, plus what only this process needs.
@@ -41,6 +44,7 @@ struct section_call {
   section_work work;
   std::size_t route = 0; ///< the route's position in the config (metrics)
   std::size_t index = 0; ///< the section's position in its route
+  std::string name;      ///< the section's name (its calls' spans); empty on a cluster node
   steady_time deadline;
   /// Set once the request is answered: anything arriving afterwards is a late reply.
   std::shared_ptr<std::atomic<bool>> answered;
@@ -63,6 +67,7 @@ struct section_worker_state {
   caf::typed_response_promise<section_outcome> promise;
   bool promised = false;
   std::uint64_t transfer = 0; ///< the attempt in flight, 0 when none
+  call_span span;             ///< that attempt's CLIENT span
   std::int32_t attempts = 0;
   steady_time started;
   std::optional<std::size_t> node; ///< the cluster node running the call now, if any
