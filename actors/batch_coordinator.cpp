@@ -65,9 +65,10 @@ void answer(batch_ptr self) {
                                        clock::now() - job.inbound.arrived));
   log_batch_request(job.inbound, job.route->path, reply.status, ms_since(job.inbound.arrived),
                     job.plan, st.outcomes);
-  finish_server_span(job.runtime.spans, job.inbound.trace, "POST", job.route->path, reply.status,
-                     degraded(reply.status, st.outcomes));
+  const int status = reply.status;
   job.reply->deliver(std::move(reply));
+  finish_server_span(job.runtime.spans, job.inbound.trace, "POST", job.route->path, status,
+                     degraded(status, st.outcomes));
   self->quit();
 }
 
