@@ -35,6 +35,7 @@
 #include "gather/ops/metrics.hpp"
 #include "gather/ops/request_log.hpp"
 #include "gather/downstream/retry_rule.hpp"
+#include "gather/tracing/server_span.hpp"
 
 namespace gather {
 
@@ -66,7 +67,10 @@ void answer(batch_ptr self) {
                                        clock::now() - job.inbound.arrived));
   log_batch_request(job.inbound, job.route->path, reply.status, ms_since(job.inbound.arrived),
                     job.plan, st.outcomes);
+  const int status = reply.status;
   job.reply->deliver(std::move(reply));
+  finish_server_span(job.runtime.spans, job.inbound.trace, "POST", job.route->path, status,
+                     degraded(status, st.outcomes));
   self->quit();
 }
 
@@ -80,6 +84,7 @@ void start_attempt(batch_ptr self, std::size_t c) {
   if (runtime.deadline_header && !runtime.deadline_header->empty())
     request.headers.push_back(deadline_header_line(*runtime.deadline_header, batch_of(st).timeout,
                                                    st.deadline - clock::now()));
+  st.spans[c] = call_span::begin(runtime.spans, request.headers, "batch", st.outcomes[c].attempts);
   auto me = caf::actor_cast<caf::actor>(self);
   auto answered = st.answered;
   auto* stats = runtime.stats;
@@ -125,6 +130,7 @@ void attempt_ended(batch_ptr self, std::size_t c, transfer_result&& result) {
   auto verdict = classify_answer(std::move(result), batch.fields);
   const bool retryable = verdict.retryable;
   auto outcome = outcome_of(std::move(verdict));
+  st.spans[c].finish(outcome.status, outcome.last_http);
   if (outcome.status == section_status::ok)
     return finish(self, c, std::move(outcome));
   auto next = decide_retry(retryable, st.outcomes[c].attempts, batch.retry, batch.timeout,
@@ -167,9 +173,11 @@ void on_deadline(batch_ptr self) {
 batch_coordinator_state::~batch_coordinator_state() {
   if (!job)
     return;
-  for (auto transfer : transfers)
-    if (transfer != 0)
-      job->runtime.client->cancel(transfer);
+  for (std::size_t c = 0; c < transfers.size(); ++c)
+    if (transfers[c] != 0) {
+      job->runtime.client->cancel(transfers[c]);
+      spans[c].cancel();
+    }
   job->runtime.stats->coordinators.fetch_sub(1, std::memory_order_relaxed);
 }
 
@@ -190,6 +198,7 @@ caf::behavior batch_coordinator(caf::stateful_actor<batch_coordinator_state>* se
   st.outcomes.resize(calls);
   st.started.resize(calls);
   st.transfers.assign(calls, 0);
+  st.spans.resize(calls);
   st.open = calls;
   if (calls == 0)
     answer(self); // an empty batch: nothing to wait for

@@ -31,6 +31,7 @@
 #include "gather/ops/metrics.hpp"
 #include "gather/ops/request_log.hpp"
 #include "gather/config/url_template.hpp"
+#include "gather/tracing/server_span.hpp"
 
 namespace gather {
 
@@ -80,7 +81,10 @@ void answer(coordinator_ptr self) {
   count(job, reply.status, st.outcomes);
   log_request(job.inbound, job.route->path, reply.status, ms_since(job.inbound.arrived),
               job.route->sections, st.outcomes);
+  const int status = reply.status;
   job.reply->deliver(std::move(reply));
+  finish_server_span(job.runtime.spans, job.inbound.trace, "GET", job.route->path, status,
+                     degraded(status, st.outcomes));
   self->quit();
 }
 

@@ -29,6 +29,7 @@ section_call make_section_call(const section_config& section, std::size_t route,
   work.budget_ms = std::chrono::duration_cast<millis>(deadline - std::chrono::steady_clock::now()).count();
   call.route = route;
   call.index = index;
+  call.name = section.name;
   call.deadline = deadline;
   call.answered = std::move(answered);
   if (runtime.guards)

@@ -180,6 +180,7 @@ void launch_call(worker_ptr self, bool retry) {
   if (!st.call.work.deadline_header.empty())
     request.headers.push_back(
         deadline_header_line(st.call.work.deadline_header, left, st.call.deadline - now));
+  auto span = call_span::begin(st.runtime.spans, request.headers, st.call.name, st.attempts);
   const auto seq = ++st.next_seq;
   if (st.attempt_calls++ == 0)
     st.attempt_first = seq;
@@ -194,7 +195,7 @@ void launch_call(worker_ptr self, bool retry) {
         else
           caf::anon_send(me, done_atom::value, seq, std::move(r));
       });
-  st.calls.push_back(running_call{seq, transfer, now});
+  st.calls.push_back(running_call{seq, transfer, now, std::move(span)});
 }
 
 /// After the hedge delay the attempt gets one more call, while it and the request still run.
@@ -254,8 +255,9 @@ void on_hedge(worker_ptr self, std::uint32_t attempt) {
 void cancel_calls(worker_ptr self) {
   auto& st = self->state;
   st.hedge_timer.cancel();
-  for (const auto& call : st.calls) {
+  for (auto& call : st.calls) {
     st.runtime.client->cancel(call.transfer);
+    call.span.cancel();
     release_slot(self);
   }
   st.calls.clear();
@@ -416,11 +418,13 @@ void call_ended(worker_ptr self, std::uint32_t seq, transfer_result&& result) {
     return;
   }
   const auto started = it->started;
+  auto span = std::move(it->span);
   st.calls.erase(it);
   release_slot(self);
   auto verdict = classify_answer(std::move(result), st.call.work.fields);
   const bool retryable = verdict.retryable;
   auto outcome = outcome_of(std::move(verdict));
+  span.finish(outcome.status, outcome.last_http);
   if (outcome.status == section_status::ok) {
     auto* guard = st.call.guard;
     if (guard && guard->latencies)
@@ -476,8 +480,9 @@ void look_up(worker_ptr self) {
 } // namespace
 
 section_worker_state::~section_worker_state() {
-  for (const auto& c : calls) {
+  for (auto& c : calls) {
     runtime.client->cancel(c.transfer);
+    c.span.cancel();
     if (call.guard)
       call.guard->bulkhead.release();
   }

@@ -16,6 +16,7 @@
 #include "gather/ops/metrics.hpp"
 #include "gather/actors/section_cache.hpp"
 #include "gather/actors/messages.hpp"
+#include "gather/tracing/span_exporter.hpp"
 
 namespace gather {
 
@@ -39,6 +40,14 @@ std::unique_ptr<cluster> cluster_of(caf::actor_system& system, const config& cfg
   return std::make_unique<cluster>(system, *cfg.cluster);
 }
 
+/// Exports from the first loop: one export in flight at a time needs no more.
+std::unique_ptr<span_exporter> exporter_of(const config& cfg, downstream_client& client,
+                                           io_loops& loops) {
+  if (!cfg.tracing)
+    return nullptr;
+  return std::make_unique<span_exporter>(*cfg.tracing, client, loops.loop(0), cfg.max_response_bytes);
+}
+
 } // namespace
 
 /// Stops the loops when destroyed: placed between the client and the actor system, so the loops
@@ -57,7 +66,7 @@ io_loops& started(io_loops& loops) {
 // Members are destroyed bottom-up: the server first (no new requests, in-flight ones answered),
 // then the cluster links (their threads hold scoped actors), then the actor system (waits for the
 // last workers, whose destructors cancel transfers on the still-running loops), then the loops
-// stop, then the client goes.
+// stop, then the span exporter (its timer and export belong to a loop), then the client goes.
 struct gateway::impl {
   config cfg;
   gateway_stats stats;
@@ -66,6 +75,7 @@ struct gateway::impl {
   inflight_registry inflight;
   io_loops loops{cfg.io_threads};
   downstream_client client{loops};
+  std::unique_ptr<span_exporter> spans; ///< null without tracing; outlives the actors that record
   loops_stopper stopper;
   caf::actor_system_config actor_cfg;
   caf::actor_system system;
@@ -76,13 +86,15 @@ struct gateway::impl {
 
   explicit impl(config c)
     : cfg(std::move(c)),
+      spans(exporter_of(cfg, client, loops)),
       stopper{started(loops)},
       system(actor_config(actor_cfg, cfg, loops)),
       cache(system, cache_limits{cfg.cache_max_entries, cfg.cache_max_bytes}),
       nodes(cluster_of(system, cfg)),
       dispatch(cfg, stats, system,
                section_runtime{&client, &stats, &counters, &inflight, &cache, nodes.get(),
-                               cfg.max_response_bytes, &guards, &cfg.deadline_header, &loops}),
+                               cfg.max_response_bytes, &guards, &cfg.deadline_header, &loops,
+                               spans.get()}),
       server(cfg, stats, loops, dispatch) {
   }
 };

@@ -68,6 +68,8 @@ bool port_fits(std::string_view authority) {
   return value >= 1 && value <= 65535;
 }
 
+} // namespace
+
 /// Problems with the fixed part of a URL: scheme, host and port never hold placeholders.
 std::vector<std::string> url_prefix_problems(std::string_view url) {
   const bool has_control = std::any_of(url.begin(), url.end(), [](char c) {
@@ -94,6 +96,8 @@ std::vector<std::string> url_prefix_problems(std::string_view url) {
     errors.push_back("the port must be a number from 1 to 65535");
   return errors;
 }
+
+namespace {
 
 /// Parses `source` into parts; every problem with it is appended to `errors`.
 url_template parse_url_template(std::string_view source, const template_scope& scope,

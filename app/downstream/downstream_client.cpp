@@ -190,12 +190,15 @@ public:
       return t->done(std::move(result));
     }
     t->where = std::move(*where);
-    t->request_bytes = "GET " + t->where.target + " HTTP/1.1\r\nHost: " + t->where.host_header + "\r\n";
+    t->request_bytes = request.method + " " + t->where.target + " HTTP/1.1\r\nHost: " + t->where.host_header + "\r\n";
     for (const auto& line : request.headers) {
       t->request_bytes += line;
       t->request_bytes += "\r\n";
     }
+    if (!request.body.empty() || request.method != "GET")
+      t->request_bytes += "Content-Length: " + std::to_string(request.body.size()) + "\r\n";
     t->request_bytes += "\r\n";
+    t->request_bytes += request.body;
     running_.emplace(id, t);
     // At least 1 ms; the one timer bounds connect, send and a trickling body together.
     t->timer.expires_after(std::max(request.timeout, std::chrono::milliseconds{1}));

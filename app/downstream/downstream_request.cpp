@@ -42,9 +42,15 @@ std::string field_value(std::string value) {
 std::vector<std::string> downstream_headers(const std::vector<std::string>& forward_headers,
                                             const inbound_request& in) {
   std::vector<std::string> headers{"X-Request-Id: " + in.request_id, "Accept: application/json"};
-  for (const auto& name : forward_headers)
+  if (in.trace.started())
+    headers.push_back("traceparent: " + format_traceparent(in.trace.trace_id, in.trace.span_id,
+                                                           in.trace.sampled));
+  for (const auto& name : forward_headers) {
+    if (name == "traceparent")
+      continue;
     for (auto [it, end] = in.headers.equal_range(name); it != end; ++it)
       headers.push_back(name + ": " + field_value(it->second));
+  }
   return headers;
 }
 

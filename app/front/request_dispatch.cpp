@@ -14,6 +14,9 @@
 #include "gather/ops/request_log.hpp"
 #include "gather/config/route_table.hpp"
 #include "gather/config/url_template.hpp"
+#include "gather/tracing/server_span.hpp"
+#include "gather/tracing/span_exporter.hpp"
+#include "gather/tracing/traceparent.hpp"
 
 namespace gather {
 
@@ -186,36 +189,40 @@ request_dispatch::serve(const request_head& head, std::string body, const std::s
   if (is_ops_path(path))
     return serve_ops(head.method, path, request_id,
                      ops_sources{cfg_, stats_, system_, *runtime_.client, *runtime_.counters,
-                                 *runtime_.inflight, *runtime_.cache, runtime_.nodes});
+                                 *runtime_.inflight, *runtime_.cache, runtime_.nodes,
+                                 runtime_.spans});
   auto match = match_route(cfg_.routes, path);
   const auto route_index = match ? match->route : cfg_.routes.size();
+  const auto trace = trace_of(head, arrived);
   if (auto refusal = check_head(head, request_id))
-    return refuse(route_index, std::move(*refusal), request_id, arrived);
+    return refuse(route_index, std::move(*refusal), request_id, arrived, head, trace);
   const auto& route = cfg_.routes[route_index];
   if (stats_.inflight.fetch_add(1, std::memory_order_relaxed) >= static_cast<std::int64_t>(cfg_.max_inflight)) {
     release();
     return refuse_overloaded(head, request_id, arrived);
   }
-  auto inbound = inbound_of(head, std::move(match->captures), request_id, arrived);
+  auto inbound = inbound_of(head, std::move(match->captures), request_id, arrived, trace);
   if (route.batch) {
     // The body is parsed here, on the I/O thread: a 400 costs no actor.
     auto parsed = parse_batch_body(body, route.batch->max_items);
     if (!parsed.problem.empty()) {
       release();
       runtime_.counters->request_done(route_index, 400, elapsed_us(arrived));
-      log_request(request_id, route.path, 400, elapsed_ms(arrived), "bad batch body: " + parsed.problem);
+      log_request(request_id, route.path, 400, elapsed_ms(arrived), "bad batch body: " + parsed.problem,
+                  trace.trace_id_text());
+      finish_server_span(runtime_.spans, trace, head.method, route.path, 400, false);
       return error_reply(400, "bad_request", request_id, {}, parsed.problem);
     }
     auto job = make_job<batch_job>(route, route_index, sink, std::move(inbound));
     job->plan = plan_batch(std::move(parsed.items), *route.batch, job->inbound);
     const auto deadline = job->deadline;
     return started_request{system_.spawn(batch_coordinator, std::shared_ptr<const batch_job>(job)),
-                           route_index, deadline, deadline + coordinator_grace};
+                           route_index, deadline, deadline + coordinator_grace, trace};
   }
   auto job = make_job<aggregate_job>(route, route_index, sink, std::move(inbound));
   const auto deadline = job->deadline;
   return started_request{system_.spawn(coordinator, std::shared_ptr<const aggregate_job>(job)),
-                         route_index, deadline, deadline + coordinator_grace};
+                         route_index, deadline, deadline + coordinator_grace, trace};
 }
 
 void request_dispatch::deadline_passed(const started_request& started) const {
@@ -228,7 +235,8 @@ http_reply request_dispatch::refuse_overloaded(const request_head& head, const s
   auto match = match_route(cfg_.routes, head.path());
   auto reply = error_reply(503, "overloaded", request_id);
   reply.headers.emplace_back("Retry-After", "1");
-  return refuse(match ? match->route : cfg_.routes.size(), std::move(reply), request_id, arrived);
+  return refuse(match ? match->route : cfg_.routes.size(), std::move(reply), request_id, arrived,
+                head, trace_of(head, arrived));
 }
 
 http_reply request_dispatch::give_up(const started_request& started, bool client_gone,
@@ -236,14 +244,19 @@ http_reply request_dispatch::give_up(const started_request& started, bool client
   release();
   caf::anon_send_exit(started.coordinator, caf::exit_reason::user_shutdown);
   const auto& route = cfg_.routes[started.route];
+  const char* method = route.batch ? "POST" : "GET";
   if (client_gone) {
     stats_.client_gone.fetch_add(1, std::memory_order_relaxed);
     runtime_.counters->request_done(started.route, 499, elapsed_us(arrived));
-    log_request(request_id, route.path, 499, elapsed_ms(arrived), "client closed the connection");
+    log_request(request_id, route.path, 499, elapsed_ms(arrived), "client closed the connection",
+                started.trace.trace_id_text());
+    finish_server_span(runtime_.spans, started.trace, method, route.path, 499, false);
     return error_reply(499, "client_closed", request_id);
   }
   runtime_.counters->request_done(started.route, 504, elapsed_us(arrived));
-  log_request(request_id, route.path, 504, elapsed_ms(arrived), "coordinator missed the hard limit");
+  log_request(request_id, route.path, 504, elapsed_ms(arrived), "coordinator missed the hard limit",
+              started.trace.trace_id_text());
+  finish_server_span(runtime_.spans, started.trace, method, route.path, 504, false);
   return error_reply(504, "upstream_timeout", request_id);
 }
 
@@ -255,25 +268,35 @@ http_reply request_dispatch::refuse_unparsed(parse_refusal why, const request_he
     if (auto match = match_route(cfg_.routes, head.path()))
       route_index = match->route;
   return refuse(route_index, error_reply(status, code_for_status(status), request_id), request_id,
-                arrived);
+                arrived, head, trace_of(head, arrived));
 }
 
 http_reply request_dispatch::refuse(std::size_t route_index, http_reply reply,
-                                    const std::string& request_id, steady_time arrived) {
+                                    const std::string& request_id, steady_time arrived,
+                                    const request_head& head, const trace_context& trace) {
   runtime_.counters->request_done(route_index, reply.status, elapsed_us(arrived));
   const auto& route = route_index < cfg_.routes.size() ? cfg_.routes[route_index].path
                                                        : std::string{metrics::no_route_label};
   log_request(request_id, route, reply.status, elapsed_ms(arrived),
-              std::string{"refused: "} + code_for_status(reply.status));
+              std::string{"refused: "} + code_for_status(reply.status), trace.trace_id_text());
+  finish_server_span(runtime_.spans, trace, head.method, route, reply.status, false);
   return reply;
+}
+
+trace_context request_dispatch::trace_of(const request_head& head, steady_time arrived) const {
+  // Without tracing nothing is recorded: new traces go out unsampled, a caller's flag as it came.
+  const double ratio = runtime_.spans ? runtime_.spans->sample_ratio() : 0.0;
+  return start_trace(head.header("traceparent"), arrived, ratio);
 }
 
 inbound_request request_dispatch::inbound_of(const request_head& head,
                                              std::vector<std::pair<std::string, std::string>> captures,
-                                             const std::string& request_id, steady_time arrived) const {
+                                             const std::string& request_id, steady_time arrived,
+                                             const trace_context& trace) const {
   inbound_request in;
   in.request_id = request_id;
   in.arrived = arrived;
+  in.trace = trace;
   in.captures = std::move(captures);
   const auto question = head.target.find('?');
   if (question != std::string::npos)

@@ -262,6 +262,12 @@ std::string metrics::exposition(const process_figures& process) const {
   sample(out, "gather_actors_running", "", process.actors_running);
   header(out, "gather_downstream_inflight", "gauge", "Downstream HTTP transfers in flight.");
   sample(out, "gather_downstream_inflight", "", process.downstream_inflight);
+  header(out, "gather_spans_dropped_total", "counter", "Spans dropped because the tracing export queue was full.");
+  sample(out, "gather_spans_dropped_total", "", process.spans_dropped);
+  header(out, "gather_spans_exported_total", "counter", "Spans an OTLP collector accepted.");
+  sample(out, "gather_spans_exported_total", "", process.spans_exported);
+  header(out, "gather_span_exports_failed_total", "counter", "Span export requests that failed (no answer, timeout, not 2xx); their spans are lost.");
+  sample(out, "gather_span_exports_failed_total", "", process.span_exports_failed);
   header(out, "gather_node_up", "gauge", "1 when the cluster node is connected, else 0.");
   for (const auto& [node, up] : process.nodes)
     sample(out, "gather_node_up", "node=\"" + escape_label(node) + "\"", up ? 1 : 0);

@@ -3,6 +3,7 @@
 #include "gather/cluster/cluster.hpp"
 #include "gather/ops/dashboard.hpp"
 #include "gather/actors/section_cache.hpp"
+#include "gather/tracing/span_exporter.hpp"
 
 #include <caf/actor_registry.hpp>
 #include <caf/actor_system.hpp>
@@ -44,6 +45,11 @@ http_reply metrics_text(const ops_sources& src) {
   process.actors_running = src.system.registry().running();
   process.downstream_inflight = src.client.inflight();
   process.nodes = node_states(src);
+  if (src.spans) {
+    process.spans_dropped = src.spans->dropped();
+    process.spans_exported = src.spans->exported();
+    process.span_exports_failed = src.spans->failed_exports();
+  }
   http_reply reply;
   reply.content_type = "text/plain; version=0.0.4";
   reply.body = src.counters.exposition(process);

@@ -375,3 +375,34 @@ TEST_CASE("a URL the client cannot call is a protocol error, never a crash", "[c
     CHECK(r.error == transfer_error::protocol);
   }
 }
+
+TEST_CASE("a POST carries its body with a Content-Length, and the connection is kept for the next call", "[client]") {
+  test_server server;
+  std::mutex mutex;
+  std::vector<std::string> seen;
+  server.raw().Post("/in", [&](const httplib::Request& req, httplib::Response& res) {
+    std::lock_guard<std::mutex> lock(mutex);
+    seen.push_back(req.get_header_value("Content-Type") + "|" + req.get_header_value("Content-Length") +
+                   "|" + req.body);
+    res.set_content("{}", "application/json");
+  });
+  server.get("/after", [](const httplib::Request&, httplib::Response& res) { res.set_content("ok", "text/plain"); });
+  server.start();
+  downstream_client client;
+  auto post = request_for(server.base_url() + "/in");
+  post.method = "POST";
+  post.headers = {"Content-Type: application/json"};
+  post.body = R"({"resourceSpans":[]})";
+  auto r = fetch(client, post);
+  CHECK(r.error == transfer_error::none);
+  CHECK(r.http_status == 200);
+  auto empty = request_for(server.base_url() + "/in");
+  empty.method = "POST";
+  CHECK(fetch(client, empty).http_status == 200); // Content-Length: 0, or the server would wait
+  auto after = fetch(client, request_for(server.base_url() + "/after"));
+  CHECK(after.body == "ok");
+  std::lock_guard<std::mutex> lock(mutex);
+  REQUIRE(seen.size() == 2);
+  CHECK(seen[0] == R"(application/json|20|{"resourceSpans":[]})");
+  CHECK(seen[1] == "|0|");
+}

@@ -11,6 +11,7 @@
 
 #include "gather/downstream/batch_plan.hpp"
 #include "gather/config/config.hpp"
+#include "gather/tracing/call_span.hpp"
 #include "gather/values/inbound_request.hpp"
 #include "gather/actors/reply_sink.hpp"
 #include "gather/values/section_outcome.hpp"
@@ -42,6 +43,7 @@ struct batch_coordinator_state {
   std::vector<section_outcome> outcomes;
   std::vector<steady_time> started;
   std::vector<std::uint64_t> transfers; ///< per call: the attempt in flight, 0 when none
+  std::vector<call_span> spans;         ///< per call: that attempt's CLIENT span
   std::size_t next_call = 0;            ///< calls start in order: every call from here is waiting
   std::size_t running = 0;              ///< calls started and not done (backoff included)
   std::size_t open = 0;                 ///< calls not done

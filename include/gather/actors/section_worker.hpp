@@ -14,6 +14,7 @@
 #include "gather/config/config.hpp"
 #include "gather/downstream/downstream_client.hpp"
 #include "gather/runtime/loop_timer.hpp"
+#include "gather/tracing/call_span.hpp"
 #include "gather/values/gateway_stats.hpp"
 #include "gather/values/inbound_request.hpp"
 #include "gather/values/section_outcome.hpp"
@@ -28,6 +29,7 @@ class cluster;
 class section_guards;
 class io_loops;
 struct section_guard;
+class span_exporter;
 
 /// What the process gives every worker: where to send calls and what to count.
 struct section_runtime {
@@ -41,6 +43,7 @@ struct section_runtime {
   section_guards* guards = nullptr;  ///< null on a cluster node (the gateway guards its calls)
   const std::string* deadline_header = nullptr; ///< the config's; null or empty: none
   io_loops* loops = nullptr;         ///< where hedge timers run; null: CAF's delayed_send
+  span_exporter* spans = nullptr;    ///< null without tracing, and on a cluster node
 };
 
 /// One section of one request, resolved: what to call, plus what only this process needs.
@@ -48,6 +51,7 @@ struct section_call {
   section_work work;
   std::size_t route = 0; ///< the route's position in the config (metrics)
   std::size_t index = 0; ///< the section's position in its route
+  std::string name;      ///< the section's name (its calls' spans); empty on a cluster node
   steady_time deadline;
   /// Set once the request is answered: anything arriving afterwards is a late reply.
   std::shared_ptr<std::atomic<bool>> answered;
@@ -75,6 +79,7 @@ struct running_call {
   std::uint32_t seq = 0;      ///< tells its completion from another call's
   std::uint64_t transfer = 0; ///< the client's id
   steady_time started;
+  call_span span;             ///< its CLIENT span: hedges and retries each have their own
 };
 
 struct section_worker_state {

@@ -146,6 +146,17 @@ struct inbound_limits {
   millis keep_alive_idle{60000};  ///< an idle kept-alive connection is closed after this
 };
 
+/// Tracing (docs/operations.md, "Tracing"): spans exported as OTLP/HTTP JSON to a collector.
+struct tracing_config {
+  std::string otlp_endpoint;            ///< http(s) URL the spans are POSTed to, e.g. .../v1/traces
+  std::string service_name = "gather";  ///< the resource's service.name
+  double sample_ratio = 1.0;            ///< share of new traces sampled (an inbound flag decides its own)
+  std::size_t max_queue_spans = 2048;   ///< spans waiting for export; more are dropped and counted
+  std::size_t max_batch_spans = 512;    ///< spans per export POST; a full batch is sent at once
+  millis export_interval{2000};         ///< a non-empty queue is exported at least this often
+  millis export_timeout{1000};          ///< one export POST, connect to reply
+};
+
 struct config {
   std::string listen = "127.0.0.1:8080";
   /// Threads that run every connection, every downstream call and every actor: one event loop each.
@@ -159,6 +170,7 @@ struct config {
   std::size_t cache_max_bytes = 268435456; ///< 256 MiB of keys and data
   std::vector<route_config> routes;
   std::optional<cluster_config> cluster;
+  std::optional<tracing_config> tracing;
   retry_budget_policy retry_budget;
   /// Sent on every downstream call with the milliseconds it may still take, and read on inbound
   /// requests to shorten their deadline (matched in any case); empty: off.

@@ -124,6 +124,8 @@ config read_config(const json& document, problem_list& problems);
 std::vector<route_config> read_routes(const object_reader& top);
 /// The `cluster` object; nullopt when absent or (reported) not an object.
 std::optional<cluster_config> read_cluster(const object_reader& top);
+/// The `tracing` object (read_tracing.cpp); nullopt when absent or (reported) not an object.
+std::optional<tracing_config> read_tracing(const object_reader& top);
 
 // ---------------------------------------------------------------------------------------------
 // Route paths (route_paths.cpp)
@@ -148,6 +150,9 @@ struct template_scope {
 };
 
 std::string placeholder_text(std::string_view name);
+/// Problems with the fixed part of a URL (scheme, host, port); empty when it is fine. Also used
+/// for URLs that are not templates (tracing.otlp_endpoint).
+std::vector<std::string> url_prefix_problems(std::string_view url);
 /// Reads the required `url` member as a template; problems are reported under its path.
 url_template read_url(const object_reader& object, const template_scope& scope);
 

@@ -21,6 +21,8 @@ struct transfer_request {
   std::vector<std::string> headers; ///< "Name: value" lines
   std::chrono::milliseconds timeout{1000}; ///< whole transfer: connect, send, receive
   std::size_t max_body_bytes = 8 * 1024 * 1024;
+  std::string method = "GET";
+  std::string body = {}; ///< with a Content-Length (any body, any method but GET); Content-Type in headers
 };
 
 enum class transfer_error {

@@ -17,9 +17,11 @@ namespace gather {
 /// something else (another section's data, the batch item).
 std::optional<std::string> inbound_value(const url_part& part, const inbound_request& in);
 
-/// "Name: value" lines for a downstream call: X-Request-Id (the response's), Accept, and every value
-/// of each of `forward_headers` (lower-case names) that `in` carries, with CR, LF and NUL in a value
-/// replaced by spaces (no value can add a header line).
+/// "Name: value" lines for a downstream call: X-Request-Id (the response's), Accept, the request's
+/// traceparent (its trace, its SERVER span; each call replaces the span id with its own, see
+/// call_span.hpp), and every value of each of `forward_headers` (lower-case names) that `in`
+/// carries, with CR, LF and NUL in a value replaced by spaces (no value can add a header line).
+/// An inbound traceparent is never forwarded as it came: the gateway's own replaces it.
 std::vector<std::string> downstream_headers(const std::vector<std::string>& forward_headers,
                                             const inbound_request& in);
 

@@ -16,6 +16,7 @@
 #include "gather/values/gateway_stats.hpp"
 #include "gather/values/http_reply.hpp"
 #include "gather/values/inbound_request.hpp"
+#include "gather/values/trace_context.hpp"
 #include "gather/actors/reply_sink.hpp"
 #include "gather/actors/section_worker.hpp"
 
@@ -31,6 +32,7 @@ struct started_request {
   std::size_t route = 0;
   steady_time deadline;   ///< when the front sends the coordinator deadline_atom
   steady_time hard_limit; ///< the deadline plus coordinator_grace: the front answers 504 itself
+  trace_context trace;    ///< the request's trace: give_up() ends its SERVER span
 };
 
 class request_dispatch {
@@ -74,14 +76,17 @@ public:
 
 private:
   http_reply refuse(std::size_t route_index, http_reply reply, const std::string& request_id,
-                    steady_time arrived);
+                    steady_time arrived, const request_head& head, const trace_context& trace);
+  /// The request's trace (W3C traceparent, tracing.sample_ratio): gather/tracing/traceparent.hpp.
+  trace_context trace_of(const request_head& head, steady_time arrived) const;
   /// A coordinator's job (aggregate_job or batch_job): what every request hands its coordinator.
   template <class Job>
   std::shared_ptr<Job> make_job(const route_config& route, std::size_t route_index,
                                 const std::shared_ptr<reply_sink>& sink, inbound_request inbound) const;
   inbound_request inbound_of(const request_head& head,
                              std::vector<std::pair<std::string, std::string>> captures,
-                             const std::string& request_id, steady_time arrived) const;
+                             const std::string& request_id, steady_time arrived,
+                             const trace_context& trace) const;
 
   /// The route's deadline from arrival, or sooner when the request's deadline header asks.
   steady_time deadline_of(const inbound_request& in, millis budget) const;

@@ -48,6 +48,9 @@ struct process_figures {
   std::size_t actors_running = 0;
   std::size_t downstream_inflight = 0;
   std::vector<std::pair<std::string, bool>> nodes; ///< node address, up
+  std::uint64_t spans_dropped = 0;       ///< tracing: spans refused by the full export queue
+  std::uint64_t spans_exported = 0;      ///< tracing: spans a collector accepted
+  std::uint64_t span_exports_failed = 0; ///< tracing: export POSTs that failed
 };
 
 class metrics {

@@ -16,6 +16,7 @@ namespace gather {
 
 class cluster;
 class section_cache;
+class span_exporter;
 
 /// What the operations endpoints read; owned by the gateway.
 struct ops_sources {
@@ -27,6 +28,7 @@ struct ops_sources {
   const inflight_registry& inflight;
   const section_cache& cache;
   const cluster* nodes; ///< null without a cluster
+  const span_exporter* spans = nullptr; ///< null without tracing
 };
 
 /// True for the paths that take precedence over every route.

@@ -25,9 +25,10 @@ void log_batch_request(const inbound_request& in, const std::string& route, int 
                        std::int64_t ms, const batch_plan& plan,
                        const std::vector<section_outcome>& calls);
 
-/// A request answered without sections (errors, refusals, a client that left).
+/// A request answered without sections (errors, refusals, a client that left). Every line carries
+/// the request's `trace_id` when it has one.
 void log_request(const std::string& request_id, const std::string& route, int status,
-                 std::int64_t ms, const std::string& detail = {});
+                 std::int64_t ms, const std::string& detail = {}, const std::string& trace_id = {});
 
 /// Writes one line to stderr atomically with respect to other log lines.
 void write_log_line(const std::string& json_line);

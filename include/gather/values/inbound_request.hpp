@@ -7,6 +7,8 @@
 #include <utility>
 #include <vector>
 
+#include "gather/values/trace_context.hpp"
+
 namespace gather {
 
 using steady_time = std::chrono::steady_clock::time_point;
@@ -17,6 +19,7 @@ struct inbound_request {
   std::multimap<std::string, std::string> query;             ///< decoded query parameters
   std::multimap<std::string, std::string> headers;           ///< names lower-case
   steady_time arrived;
+  trace_context trace; ///< the request's trace (gather/tracing/traceparent.hpp)
 
   /// First value of a query parameter / header (header name lower-case), "" when absent.
   std::string query_value(const std::string& name) const;
