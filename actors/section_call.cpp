@@ -7,7 +7,7 @@
 namespace gather {
 
 section_call make_section_call(const section_config& section, std::size_t route, std::size_t index,
-                               std::string url, const inbound_request& in, steady_time deadline,
+                               const std::string& cache_scope, std::string url, const inbound_request& in, steady_time deadline,
                                std::shared_ptr<std::atomic<bool>> answered,
                                std::size_t max_response_bytes) {
   section_call call;
@@ -31,7 +31,7 @@ section_call make_section_call(const section_config& section, std::size_t route,
     for (const auto& name : section.forward_headers)
       for (auto [it, end] = in.headers.equal_range(name); it != end; ++it)
         forwarded.push_back(name + ": " + it->second);
-    call.cache_key = cache_key(route, index, work.url, forwarded);
+    call.cache_key = cache_key(cache_scope, work.url, forwarded);
     call.cache_ttl = section.cache_ttl;
     call.stale_ttl = section.stale_ttl;
   }

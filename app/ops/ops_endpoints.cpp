@@ -44,6 +44,8 @@ http_reply metrics_text(const ops_sources& src) {
   process.actors_running = src.system.registry().running();
   process.downstream_inflight = src.client.inflight();
   process.nodes = node_states(src);
+  process.config_reloads_ok = src.stats.config_reloads_ok.load();
+  process.config_reloads_invalid = src.stats.config_reloads_invalid.load();
   http_reply reply;
   reply.content_type = "text/plain; version=0.0.4";
   reply.body = src.counters.exposition(process);

@@ -26,7 +26,7 @@ struct batch_job {
   inbound_request inbound;
   batch_plan plan;
   std::shared_ptr<reply_sink> reply; ///< where the answer goes
-  section_runtime runtime;
+  section_runtime runtime; ///< its `serving` owns `route`
 };
 
 struct batch_coordinator_state {

@@ -27,7 +27,7 @@ struct aggregate_job {
   std::size_t route_index = 0;
   inbound_request inbound;
   std::shared_ptr<reply_sink> reply; ///< where the answer goes
-  section_runtime runtime;
+  section_runtime runtime; ///< its `serving` owns `route`
 };
 
 struct coordinator_state {

@@ -24,12 +24,16 @@ class metrics;
 class inflight_registry;
 class section_cache;
 class cluster;
+struct serving_config;
 
 /// What the process gives every worker: where to send calls and what to count.
 struct section_runtime {
   downstream_client* client = nullptr;
   gateway_stats* stats = nullptr;
-  metrics* counters = nullptr;       ///< null on a cluster node
+  /// The configuration generation the request began on (null on a cluster node): every actor of
+  /// the request holds it, so its routes and `counters` outlive the request's last actor.
+  std::shared_ptr<const serving_config> serving;
+  metrics* counters = nullptr;       ///< `serving`'s; null on a cluster node
   inflight_registry* inflight = nullptr;
   section_cache* cache = nullptr;    ///< null on a cluster node
   cluster* nodes = nullptr;          ///< null without a cluster, and on a cluster node
@@ -50,9 +54,10 @@ struct section_call {
   millis stale_ttl{0};
 };
 
-/// Resolves section `index` of route `route` for one request whose URL rendered to `url`.
+/// Resolves section `index` of route `route` for one request whose URL rendered to `url`;
+/// `cache_scope` is the section's (serving_config::cache_scopes), used when it is cached.
 section_call make_section_call(const section_config& section, std::size_t route, std::size_t index,
-                               std::string url, const inbound_request& in, steady_time deadline,
+                               const std::string& cache_scope, std::string url, const inbound_request& in, steady_time deadline,
                                std::shared_ptr<std::atomic<bool>> answered,
                                std::size_t max_response_bytes);
 
