@@ -314,6 +314,7 @@ TEST_CASE("reload: an invalid file is logged problem by problem and changes noth
   REQUIRE(line);
   const int port = port_of(*line);
   httplib::Client c{"127.0.0.1", port};
+  c.set_keep_alive(true); // its connection, opened before the reloads, takes each new configuration
   c.set_read_timeout(10, 0);
 
   // What `gather check` prints for the invalid file, one problem a line.
@@ -337,15 +338,22 @@ TEST_CASE("reload: an invalid file is logged problem by problem and changes noth
   CHECK(gw.wait_for_stderr(R"("result":"invalid")"));
   CHECK(version_of(c.Get("/p"), "v") == "A"); // still the configuration in force
   CHECK(version_of(c.Get("/only-a"), "x") == "A");
+  const std::string long_target = "/p?pad=" + std::string(100, 'x');
+  CHECK(version_of(c.Get(long_target), "v") == "A");
 
-  // B asks for another listening address and more threads: both need a restart.
+  // B asks for another listening address and more threads: both need a restart. Its shorter
+  // request line limit applies at once.
   auto b = versioned_config(down, "B");
   b["listen"] = "127.0.0.1:1";
   b["io_threads"] = 3;
+  b["max_request_line_bytes"] = 64;
   write_atomically(file, b.dump());
   gw.signal(SIGHUP);
   REQUIRE(reloads_reach(c, 1, 1));
   CHECK(version_of(c.Get("/p"), "v") == "B"); // the rest applied, on the port in use
+  const auto too_long = c.Get(long_target);
+  REQUIRE(too_long);
+  CHECK(too_long->status == 414);
   const auto actors = c.Get("/debug/actors");
   REQUIRE(actors);
   CHECK(json::parse(actors->body)["io_threads"] == 1);
