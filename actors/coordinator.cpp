@@ -126,10 +126,8 @@ void launch(coordinator_ptr self, std::size_t i) {
   auto url = render_url(section.url, [&](const url_part& part) { return resolve(st, part); });
   if (!url)
     return finish(st, i, skipped("a field the url reads is absent or not a scalar"));
-  auto call = make_section_call(section, st.job->route_index, i,
-                                st.job->runtime.serving->cache_scopes[st.job->route_index][i],
-                                std::move(*url), st.job->inbound, st.deadline, st.answered,
-                                st.job->runtime.max_response_bytes);
+  auto call = make_section_call(section, st.job->route_index, i, std::move(*url), st.job->inbound,
+                                st.deadline, st.answered, st.job->runtime);
   auto worker = self->spawn(section_worker, caf::actor_cast<caf::actor>(self), st.job->runtime,
                             std::move(call));
   st.phases[i] = phase::running;

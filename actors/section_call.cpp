@@ -3,13 +3,14 @@
 #include "gather/downstream/downstream_request.hpp"
 #include "gather/actors/section_cache.hpp"
 #include "gather/actors/section_worker.hpp"
+#include "gather/actors/serving_config.hpp"
 
 namespace gather {
 
 section_call make_section_call(const section_config& section, std::size_t route, std::size_t index,
-                               const std::string& cache_scope, std::string url, const inbound_request& in, steady_time deadline,
+                               std::string url, const inbound_request& in, steady_time deadline,
                                std::shared_ptr<std::atomic<bool>> answered,
-                               std::size_t max_response_bytes) {
+                               const section_runtime& runtime) {
   section_call call;
   auto& work = call.work;
   work.url = std::move(url);
@@ -19,7 +20,7 @@ section_call make_section_call(const section_config& section, std::size_t route,
   work.backoff_ms = section.retry.backoff.count();
   work.multiplier = section.retry.multiplier;
   work.fields = section.fields;
-  work.max_response_bytes = max_response_bytes;
+  work.max_response_bytes = runtime.max_response_bytes;
   work.budget_ms = std::chrono::duration_cast<millis>(deadline - std::chrono::steady_clock::now()).count();
   call.route = route;
   call.index = index;
@@ -31,7 +32,7 @@ section_call make_section_call(const section_config& section, std::size_t route,
     for (const auto& name : section.forward_headers)
       for (auto [it, end] = in.headers.equal_range(name); it != end; ++it)
         forwarded.push_back(name + ": " + it->second);
-    call.cache_key = cache_key(cache_scope, work.url, forwarded);
+    call.cache_key = cache_key(runtime.serving->cache_scopes[route][index], work.url, forwarded);
     call.cache_ttl = section.cache_ttl;
     call.stale_ttl = section.stale_ttl;
   }

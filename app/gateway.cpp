@@ -110,8 +110,9 @@ struct gateway::impl {
       cache(system, cache_limits{cfg.cache_max_entries, cfg.cache_max_bytes}),
       nodes(cluster_of(system, cfg)),
       dispatch(stats, system,
-               section_runtime{&client, &stats, nullptr, nullptr, &inflight, &cache, nodes.get(),
-                               cfg.max_response_bytes}),
+               // counters and serving: each request's generation's (request_dispatch::make_job)
+               section_runtime{&client, &stats, nullptr, &inflight, &cache, nodes.get(),
+                               cfg.max_response_bytes, nullptr}),
       server(serving, stats, loops, dispatch) {
   }
 };

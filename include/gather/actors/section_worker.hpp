@@ -30,14 +30,14 @@ struct serving_config;
 struct section_runtime {
   downstream_client* client = nullptr;
   gateway_stats* stats = nullptr;
-  /// The configuration generation the request began on (null on a cluster node): every actor of
-  /// the request holds it, so its routes and `counters` outlive the request's last actor.
-  std::shared_ptr<const serving_config> serving;
   metrics* counters = nullptr;       ///< `serving`'s; null on a cluster node
   inflight_registry* inflight = nullptr;
   section_cache* cache = nullptr;    ///< null on a cluster node
   cluster* nodes = nullptr;          ///< null without a cluster, and on a cluster node
-  std::size_t max_response_bytes = 8 * 1024 * 1024;
+  std::size_t max_response_bytes = 8 * 1024 * 1024; ///< `serving`'s
+  /// The configuration generation the request began on (null on a cluster node): every actor of
+  /// the request holds it, so its routes and `counters` outlive the request's last actor.
+  std::shared_ptr<const serving_config> serving;
 };
 
 /// One section of one request, resolved: what to call, plus what only this process needs.
@@ -54,12 +54,12 @@ struct section_call {
   millis stale_ttl{0};
 };
 
-/// Resolves section `index` of route `route` for one request whose URL rendered to `url`;
-/// `cache_scope` is the section's (serving_config::cache_scopes), used when it is cached.
+/// Resolves section `index` of route `route` (in `runtime.serving`) for one request whose URL
+/// rendered to `url`.
 section_call make_section_call(const section_config& section, std::size_t route, std::size_t index,
-                               const std::string& cache_scope, std::string url, const inbound_request& in, steady_time deadline,
+                               std::string url, const inbound_request& in, steady_time deadline,
                                std::shared_ptr<std::atomic<bool>> answered,
-                               std::size_t max_response_bytes);
+                               const section_runtime& runtime);
 
 struct section_worker_state {
   section_runtime runtime;

@@ -10,7 +10,9 @@
 //
 // State that must outlive a generation (the metric series a reload keeps, the cache entries) lives
 // in the gateway and is only pointed at from here. To give a route or section per-generation state
-// of its own, add a member and build it in the constructor.
+// of its own, add a member and build it in the constructor from `cfg`; state that changes while
+// requests run (atomics, as `counters` holds) is declared `mutable`. Actors reach the generation
+// through section_runtime::serving, the front through started_request::serving.
 #pragma once
 
 #include <atomic>
