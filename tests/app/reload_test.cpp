@@ -302,7 +302,7 @@ TEST_CASE("reload: a request in flight finishes on the configuration it began on
   CHECK(gw.wait_exit() == 0);
 }
 
-TEST_CASE("reload: an invalid file is logged problem by problem and changes nothing; "
+TEST_CASE("reload: an invalid file is logged problem by problem and changes nothing, "
           "restart-only keys keep their running values",
           "[reload]") {
   test_server down;
