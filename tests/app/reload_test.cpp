@@ -207,7 +207,7 @@ TEST_CASE("reload: 20 SIGHUPs under steady keep-alive load, every request answer
   for (int i = 1; i <= 20; ++i) {
     // Each reload lands among running requests: wait for the load to move on since the last one.
     const long before = answered.load();
-    REQUIRE(eventually([&] { return answered.load() >= before + 20 || failed.load() > 0; },
+    REQUIRE(eventually([&] { return answered.load() >= before + 50 || failed.load() > 0; },
                        std::chrono::seconds(20)));
     const bool invalid = i == 10;
     const std::string next = invalid ? current : (current == "A" ? "B" : "A");
@@ -228,7 +228,9 @@ TEST_CASE("reload: 20 SIGHUPs under steady keep-alive load, every request answer
 
   INFO("first failure: " << first_failure);
   CHECK(failed.load() == 0);
-  CHECK(answered.load() >= 20 * 20);
+  CHECK(answered.load() >= 20 * 50);
+  WARN(answered.load() << " requests answered by " << client_threads
+                       << " keep-alive clients across 20 reloads, " << failed.load() << " failed");
   const auto counts = reloads(probe);
   CHECK(counts.ok == 19);
   CHECK(counts.invalid == 1);
