@@ -28,6 +28,7 @@
 #include "gather/values/atoms.hpp"
 #include "gather/downstream/downstream_request.hpp"
 #include "gather/actors/messages.hpp"
+#include "gather/actors/serving_config.hpp"
 #include "gather/ops/metrics.hpp"
 #include "gather/ops/request_log.hpp"
 #include "gather/config/url_template.hpp"
@@ -231,8 +232,10 @@ caf::behavior coordinator(caf::stateful_actor<coordinator_state>* self,
   const auto n = job->route->sections.size();
   job->runtime.stats->coordinators.fetch_add(1, std::memory_order_relaxed);
   st.job = std::move(job);
-  st.inflight = std::make_shared<inflight_entry>(st.job->inbound.request_id, *st.job->route,
-                                                 st.job->inbound.arrived);
+  // The entry shares the generation's ownership: /debug/actors may read its route after the request.
+  st.inflight = std::make_shared<inflight_entry>(
+    st.job->inbound.request_id, std::shared_ptr<const route_config>(st.job->runtime.serving, st.job->route),
+    st.job->inbound.arrived);
   st.job->runtime.inflight->add(st.inflight);
   st.deadline = st.job->deadline;
   st.phases.assign(n, phase::waiting);

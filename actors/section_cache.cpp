@@ -6,6 +6,7 @@
 #include <unordered_map>
 
 #include <caf/all.hpp>
+#include <nlohmann/json.hpp>
 
 #include "gather/values/atoms.hpp"
 
@@ -146,6 +147,12 @@ caf::behavior cache_shard(caf::stateful_actor<cache_shard_state>* self, cache_li
         self->monitor(strong);
       return answer(cache_answer::kind::lead);
     },
+    [self](limits_atom, std::size_t max_entries, std::size_t max_bytes) {
+      auto& st = self->state; // a reload: the least recently used go first, as when storing
+      st.limits = cache_limits{max_entries, max_bytes};
+      while (!st.recency.empty() && (st.entries.size() > max_entries || st.bytes > max_bytes))
+        erase(st, st.entries.find(st.recency.back()));
+    },
     [self](store_atom, const std::string& key, section_status status, const std::string& data,
            std::int32_t attempts, std::int32_t last_http, std::int64_t ttl_ms, std::int64_t stale_ms) -> std::string {
       note_mailbox(self);
@@ -188,12 +195,15 @@ std::size_t mailbox_gauge::depth() const {
   return p > h ? p - h : 0; // handled may be read after newer posts were handled
 }
 
+cache_limits section_cache::per_shard(cache_limits limits, std::size_t shards) {
+  return {std::max<std::size_t>(1, limits.max_entries / shards),
+          std::max<std::size_t>(1, limits.max_bytes / shards)};
+}
+
 section_cache::section_cache(caf::actor_system& system, cache_limits limits, std::size_t shards) {
-  cache_limits per_shard{std::max<std::size_t>(1, limits.max_entries / shards),
-                         std::max<std::size_t>(1, limits.max_bytes / shards)};
   for (std::size_t i = 0; i < shards; ++i) {
     mailboxes_.push_back(std::make_shared<mailbox_gauge>());
-    shards_.push_back(system.spawn(cache_shard, per_shard, mailboxes_.back()));
+    shards_.push_back(system.spawn(cache_shard, per_shard(limits, shards), mailboxes_.back()));
   }
 }
 
@@ -208,10 +218,22 @@ const caf::actor& section_cache::shard_for(const std::string& key) {
   return shards_[i];
 }
 
-std::string cache_key(std::size_t route, std::size_t section, const std::string& url,
+void section_cache::resize(cache_limits limits) {
+  const auto each = per_shard(limits, shards_.size());
+  for (const auto& shard : shards_)
+    caf::anon_send(shard, limits_atom::value, each.max_entries, each.max_bytes);
+}
+
+std::string cache_scope(const std::string& route_path, const section_config& section) {
+  // The projection as JSON text: escaped, so it holds no NUL of its own.
+  return route_path + '\0' + section.name + '\0' + nlohmann::json(section.fields).dump();
+}
+
+std::string cache_key(const std::string& scope, const std::string& url,
                       const std::vector<std::string>& forwarded_header_lines) {
-  // NUL cannot occur in a URL or a header line: the parts cannot run into each other.
-  std::string key = std::to_string(route) + '\0' + std::to_string(section) + '\0' + url;
+  // NUL cannot occur in a URL, a header line, a route path or a section name: the parts cannot
+  // run into each other.
+  std::string key = scope + '\0' + url;
   for (const auto& line : forwarded_header_lines) {
     key += '\0';
     key += line;

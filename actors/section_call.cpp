@@ -4,6 +4,7 @@
 #include "gather/actors/section_cache.hpp"
 #include "gather/actors/section_worker.hpp"
 #include "gather/resilience/section_guards.hpp"
+#include "gather/actors/serving_config.hpp"
 
 namespace gather {
 
@@ -40,7 +41,7 @@ section_call make_section_call(const section_config& section, std::size_t route,
     for (const auto& name : section.forward_headers)
       for (auto [it, end] = in.headers.equal_range(name); it != end; ++it)
         forwarded.push_back(name + ": " + it->second);
-    call.cache_key = cache_key(route, index, work.url, forwarded);
+    call.cache_key = cache_key(runtime.serving->cache_scopes[route][index], work.url, forwarded);
     call.cache_ttl = section.cache_ttl;
     call.stale_ttl = section.stale_ttl;
   }

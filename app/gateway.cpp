@@ -1,9 +1,16 @@
 #include "gather/gateway.hpp"
 
+#include <chrono>
+#include <mutex>
 #include <stdexcept>
 
 #include <caf/all.hpp>
 #include <caf/io/middleman.hpp>
+#include <nlohmann/json.hpp>
+
+#include "gather/actors/serving_config.hpp"
+#include "gather/config/restart_only_keys.hpp"
+#include "gather/ops/request_log.hpp"
 
 #include "gather/cluster/cluster.hpp"
 #include "gather/downstream/downstream_client.hpp"
@@ -48,6 +55,23 @@ std::unique_ptr<span_exporter> exporter_of(const config& cfg, downstream_client&
   return std::make_unique<span_exporter>(*cfg.tracing, client, loops.loop(0), cfg.max_response_bytes);
 }
 
+/// A reload's log line: `event` first, then `ts` (as in the request log), then the rest in order.
+void log_event(const char* event, nlohmann::ordered_json rest) {
+  using namespace std::chrono;
+  nlohmann::ordered_json record{
+    {"event", event},
+    {"ts", duration_cast<microseconds>(system_clock::now().time_since_epoch()).count() / 1e6}};
+  record.update(rest);
+  write_log_line(record.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+}
+
+std::size_t section_count(const config& cfg) {
+  std::size_t sections = 0;
+  for (const auto& route : cfg.routes)
+    sections += route.sections.size();
+  return sections;
+}
+
 } // namespace
 
 /// Stops the loops when destroyed: placed between the client and the actor system, so the loops
@@ -66,12 +90,18 @@ io_loops& started(io_loops& loops) {
 // Members are destroyed bottom-up: the server first (no new requests, in-flight ones answered),
 // then the cluster links (their threads hold scoped actors), then the actor system (waits for the
 // last workers, whose destructors cancel transfers on the still-running loops), then the loops
-// stop, then the span exporter (its timer and export belong to a loop), then the client goes.
+// stop, then the span exporter (its timer and export belong to a loop), then the client goes; the
+// configuration generations and the metric series they point into go last.
 struct gateway::impl {
-  config cfg;
   gateway_stats stats;
-  metrics counters{cfg};
-  section_guards guards{cfg};
+  metrics::registry series;
+  /// The generation the gateway started on: its restart-only keys stay in force.
+  std::shared_ptr<const serving_config> first;
+  const config& cfg = first->cfg;
+  serving_config_slot serving{first};
+  std::mutex reloading;           ///< one reload at a time
+  std::uint64_t generations = 1;  ///< the last generation's number (under `reloading`)
+  std::string listening;          ///< the address bound, for the restart-only log lines
   inflight_registry inflight;
   io_loops loops{cfg.io_threads};
   downstream_client client{loops};
@@ -85,17 +115,18 @@ struct gateway::impl {
   http_server server;
 
   explicit impl(config c)
-    : cfg(std::move(c)),
+    : first(std::make_shared<const serving_config>(std::move(c), 1, series)),
       spans(exporter_of(cfg, client, loops)),
       stopper{started(loops)},
       system(actor_config(actor_cfg, cfg, loops)),
       cache(system, cache_limits{cfg.cache_max_entries, cfg.cache_max_bytes}),
       nodes(cluster_of(system, cfg)),
-      dispatch(cfg, stats, system,
-               section_runtime{&client, &stats, &counters, &inflight, &cache, nodes.get(),
-                               cfg.max_response_bytes, &guards, &cfg.deadline_header, &loops,
-                               spans.get()}),
-      server(cfg, stats, loops, dispatch) {
+      dispatch(stats, system,
+               // counters, serving, guards and the deadline header: each request's generation's
+               // (request_dispatch::make_job)
+               section_runtime{&client, &stats, nullptr, &inflight, &cache, nodes.get(),
+                               cfg.max_response_bytes, nullptr, nullptr, &loops, spans.get()}),
+      server(serving, stats, loops, dispatch) {
   }
 };
 
@@ -110,7 +141,46 @@ int gateway::start(const std::string& listen) {
   auto address = split_host_port(listen.empty() ? impl_->cfg.listen : listen);
   if (!address)
     throw std::runtime_error("invalid listen address: " + listen);
-  return impl_->server.start(address->first, address->second);
+  const int port = impl_->server.start(address->first, address->second);
+  std::lock_guard<std::mutex> lock(impl_->reloading);
+  impl_->listening = address->first + ":" + std::to_string(port);
+  return port;
+}
+
+bool gateway::reload(config_result loaded, const std::string& source) {
+  auto& im = *impl_;
+  std::lock_guard<std::mutex> lock(im.reloading);
+  if (!loaded.value) {
+    for (const auto& problem : loaded.problems)
+      log_event("config_problem", {{"file", source}, {"problem", problem}});
+    im.stats.config_reloads_invalid.fetch_add(1);
+    log_event("config_reload",
+              {{"result", "invalid"}, {"file", source}, {"problems", loaded.problems.size()},
+               {"generation", im.generations},
+               {"detail", "the file has problems: still serving the configuration in force"}});
+    return false;
+  }
+  config next = std::move(*loaded.value);
+  for (auto& change : restart_only_changes(im.cfg, next)) {
+    if (change.key == "listen" && !im.listening.empty())
+      change.running = im.listening; // what is bound (--listen may have overridden the file)
+    log_event("config_restart_only", {{"file", source}, {"key", change.key},
+                                      {"running", change.running}, {"requested", change.file},
+                                      {"detail", "needs a restart: keeps its running value"}});
+  }
+  keep_restart_only(im.cfg, next);
+  const cache_limits bounds{next.cache_max_entries, next.cache_max_bytes};
+  const auto previous = im.serving.current();
+  if (bounds.max_entries != previous->cfg.cache_max_entries || bounds.max_bytes != previous->cfg.cache_max_bytes)
+    im.cache.resize(bounds);
+  auto generation = std::make_shared<const serving_config>(std::move(next), ++im.generations, im.series);
+  const auto routes = generation->cfg.routes.size();
+  const auto sections = section_count(generation->cfg);
+  im.serving.install(std::move(generation));
+  im.stats.config_reloads_ok.fetch_add(1); // after install: whoever sees the count sees the config
+  log_event("config_reload", {{"result", "ok"}, {"file", source}, {"generation", im.generations},
+                              {"routes", routes}, {"sections", sections}});
+  return true;
 }
 
 void gateway::stop() {
@@ -119,6 +189,10 @@ void gateway::stop() {
 
 const config& gateway::cfg() const {
   return impl_->cfg;
+}
+
+std::shared_ptr<const serving_config> gateway::serving() const {
+  return impl_->serving.current();
 }
 
 const gateway_stats& gateway::stats() const {

@@ -12,17 +12,27 @@
 #include "gather/front/tls_context.hpp"
 #include "gather/gateway.hpp"
 #include "gather/cluster/worker_node.hpp"
+#include "gather/ops/request_log.hpp"
 
 namespace {
 
 constexpr int exit_invalid_config = 2;
 
-/// SIGINT/SIGTERM are blocked in every thread (so none is interrupted) and taken here by sigwait.
+/// SIGINT/SIGTERM (and SIGHUP) are blocked in every thread (so none is interrupted) and taken
+/// here by sigwait.
 sigset_t termination_signals() {
   sigset_t set;
   sigemptyset(&set);
   sigaddset(&set, SIGINT);
   sigaddset(&set, SIGTERM);
+  return set;
+}
+
+/// What `serve` waits for: termination, or SIGHUP (reload the config file). A node ignores SIGHUP
+/// (it stays blocked and pending: it has no file to read).
+sigset_t serve_signals() {
+  auto set = termination_signals();
+  sigaddset(&set, SIGHUP);
   return set;
 }
 
@@ -59,7 +69,11 @@ void raise_descriptor_limit(const gather::config& cfg) {
 }
 
 /// Serves until SIGINT/SIGTERM, then drains: requests in flight finish (each by its deadline).
-int serve(gather::config cfg, const std::string& listen, const std::string& banner = {}) {
+/// SIGHUP re-reads `config_file` (none for the demo) and puts it in force when valid. The reload
+/// runs here, on the main thread, which serves nothing: reading and checking the file holds no
+/// event loop, and installing it is a pointer swap.
+int serve(gather::config cfg, const std::string& listen, const std::string& banner = {},
+          const std::string& config_file = {}) {
   raise_descriptor_limit(cfg);
   try {
     gather::gateway gw{std::move(cfg)};
@@ -72,9 +86,15 @@ int serve(gather::config cfg, const std::string& listen, const std::string& bann
         text.replace(at, 6, "http://" + host + ":" + std::to_string(port));
       std::cout << text << std::flush;
     }
-    auto set = termination_signals();
+    auto set = serve_signals();
     int signal = 0;
-    sigwait(&set, &signal);
+    while (sigwait(&set, &signal) == 0 && signal == SIGHUP) {
+      if (config_file.empty())
+        gather::write_log_line(R"({"event":"config_reload","result":"skipped",)"
+                               R"("detail":"the demo has no configuration file to re-read"})");
+      else
+        gw.reload(load_checked(config_file), config_file);
+    }
     std::cerr << "gather: signal " << signal << ", draining requests in flight\n";
     gw.stop();
   } catch (const std::exception& e) {
@@ -109,7 +129,7 @@ int run_node(const std::string& listen) {
 } // namespace
 
 int main(int argc, char** argv) {
-  auto set = termination_signals();
+  auto set = serve_signals();
   pthread_sigmask(SIG_BLOCK, &set, nullptr); // before any thread exists, so all inherit it
 
   CLI::App app{"Gather: an actor-model scatter-gather API gateway"};
@@ -148,7 +168,7 @@ int main(int argc, char** argv) {
       std::cerr << "--listen: must be host:port\n";
       return exit_invalid_config;
     }
-    return serve(std::move(*result.value), listen);
+    return serve(std::move(*result.value), listen, {}, config_file);
   }
   if (*demo) {
     gather::demo_downstreams downstreams;

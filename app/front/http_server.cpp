@@ -29,7 +29,9 @@ constexpr std::chrono::seconds accept_log_interval{1};
 } // namespace
 
 struct http_server::impl {
-  const config& cfg;
+  const serving_config_slot& serving;
+  /// The generation in force at the last accept (refreshed per accept, on the acceptor's loop).
+  std::shared_ptr<const serving_config> accepting;
   io_loops& loops;
   front_shared shared;
   std::unique_ptr<asio::ssl::context> tls;
@@ -43,8 +45,8 @@ struct http_server::impl {
   std::condition_variable all_closed;
   bool stopped = false;
 
-  impl(const config& c, gateway_stats& stats, io_loops& l, request_dispatch& dispatch)
-    : cfg(c), loops(l), shared{c, dispatch, stats}, open(l.size()) {
+  impl(const serving_config_slot& s, gateway_stats& stats, io_loops& l, request_dispatch& dispatch)
+    : serving(s), accepting(s.current()), loops(l), shared{s, dispatch, stats}, open(l.size()) {
   }
 
   std::size_t loop_index(asio::io_context& loop) const {
@@ -83,8 +85,9 @@ struct http_server::impl {
   /// Runs on the acceptor's loop; the connection itself is started on its own loop.
   void admit(tcp::socket socket, asio::io_context& loop) {
     auto& stats = shared.stats;
+    serving.refresh(accepting);
     if (stats.connections.load(std::memory_order_relaxed) >=
-        static_cast<std::int64_t>(cfg.inbound.max_connections)) {
+        static_cast<std::int64_t>(accepting->cfg.inbound.max_connections)) {
       stats.connections_refused.fetch_add(1, std::memory_order_relaxed);
       boost::system::error_code ignored;
       socket.close(ignored);
@@ -92,16 +95,17 @@ struct http_server::impl {
     }
     stats.connections.fetch_add(1, std::memory_order_relaxed);
     const std::size_t index = loop_index(loop);
-    asio::post(loop, [this, index, socket = std::move(socket)]() mutable {
+    asio::post(loop, [this, index, gen = accepting, socket = std::move(socket)]() mutable {
       auto on_close = [this, index](connection_base* conn) { closed(index, conn); };
       std::shared_ptr<connection_base> conn;
       if (tls) {
-        auto c = std::make_shared<connection<asio::ssl::stream<tcp::socket>>>(shared, on_close,
-                                                                              std::move(socket), *tls);
+        auto c = std::make_shared<connection<asio::ssl::stream<tcp::socket>>>(
+          shared, std::move(gen), on_close, std::move(socket), *tls);
         open[index].insert(c.get());
         c->start();
       } else {
-        auto c = std::make_shared<connection<tcp::socket>>(shared, on_close, std::move(socket));
+        auto c = std::make_shared<connection<tcp::socket>>(shared, std::move(gen), on_close,
+                                                           std::move(socket));
         open[index].insert(c.get());
         c->start();
       }
@@ -127,18 +131,14 @@ struct http_server::impl {
     });
   }
 
-  /// The longest a request may take: the front gives up on every request by then.
-  millis longest_hard_limit() const {
-    millis longest{0};
-    for (const auto& route : cfg.routes)
-      longest = std::max(longest, route.batch ? route.batch->deadline : route.deadline);
-    return longest + coordinator_grace;
-  }
+  /// The longest a request may take: the front gives up on every request by then (whichever
+  /// generation it began on).
+  millis longest_hard_limit() const { return serving.longest_deadline() + coordinator_grace; }
 };
 
-http_server::http_server(const config& cfg, gateway_stats& stats, io_loops& loops,
+http_server::http_server(const serving_config_slot& serving, gateway_stats& stats, io_loops& loops,
                          request_dispatch& dispatch)
-  : impl_(std::make_unique<impl>(cfg, stats, loops, dispatch)) {
+  : impl_(std::make_unique<impl>(serving, stats, loops, dispatch)) {
 }
 
 http_server::~http_server() {
@@ -147,8 +147,9 @@ http_server::~http_server() {
 
 int http_server::start(const std::string& host, int port) {
   auto& im = *impl_;
-  if (im.cfg.tls)
-    im.tls = make_tls_context(*im.cfg.tls);
+  const auto& cfg = im.accepting->cfg; // tls is restart-only: every generation has the first's
+  if (cfg.tls)
+    im.tls = make_tls_context(*cfg.tls);
   auto& loop = im.loops.loop(0);
   boost::system::error_code ec;
   tcp::resolver resolver{loop}; // start-up only: a host name in `listen` resolves once, here

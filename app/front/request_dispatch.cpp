@@ -114,19 +114,21 @@ std::multimap<std::string, std::string> parse_query(std::string_view query) {
   return out;
 }
 
-request_dispatch::request_dispatch(const config& cfg, gateway_stats& stats, caf::actor_system& system,
+request_dispatch::request_dispatch(gateway_stats& stats, caf::actor_system& system,
                                    section_runtime runtime)
-  : cfg_(cfg), stats_(stats), system_(system), runtime_(runtime) {
-  for (char c : cfg.deadline_header)
-    deadline_header_lower_ += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  : stats_(stats), system_(system), runtime_(std::move(runtime)) {
+  runtime_.serving.reset();
+  runtime_.counters = nullptr;
 }
 
-std::optional<http_reply> request_dispatch::check_head(const request_head& head,
+std::optional<http_reply> request_dispatch::check_head(const serving_config& serving,
+                                                       const request_head& head,
                                                        const std::string& request_id) const {
-  auto match = match_route(cfg_.routes, head.path());
+  const auto& cfg = serving.cfg;
+  auto match = match_route(cfg.routes, head.path());
   if (!match)
     return error_reply(404, "no_route", request_id);
-  const auto& route = cfg_.routes[match->route];
+  const auto& route = cfg.routes[match->route];
   const char* method = route.batch ? "POST" : "GET";
   if (head.method != method) {
     auto reply = error_reply(405, "method_not_allowed", request_id);
@@ -135,7 +137,7 @@ std::optional<http_reply> request_dispatch::check_head(const request_head& head,
   }
   const auto& declared = head.header("content-length");
   if (!declared.empty() &&
-      (declared.size() > 18 || std::stoull("0" + declared) > cfg_.max_body_bytes))
+      (declared.size() > 18 || std::stoull("0" + declared) > cfg.max_body_bytes))
     return error_reply(413, "payload_too_large", request_id);
   // Encoded bodies are refused unread: max_body_bytes counts the bytes sent, and an inflated
   // body has no bound.
@@ -145,20 +147,24 @@ std::optional<http_reply> request_dispatch::check_head(const request_head& head,
   return std::nullopt;
 }
 
-bool request_dispatch::reads_body(const request_head& head, const std::string& request_id) const {
-  return head.method == "POST" && !is_ops_path(head.path()) && !check_head(head, request_id);
+bool request_dispatch::reads_body(const serving_config& serving, const request_head& head,
+                                  const std::string& request_id) const {
+  return head.method == "POST" && !is_ops_path(head.path()) && !check_head(serving, head, request_id);
 }
 
-bool request_dispatch::overloaded() const {
-  return stats_.inflight.load(std::memory_order_relaxed) >= static_cast<std::int64_t>(cfg_.max_inflight);
+bool request_dispatch::overloaded(const serving_config& serving) const {
+  return stats_.inflight.load(std::memory_order_relaxed) >=
+         static_cast<std::int64_t>(serving.cfg.max_inflight);
 }
 
-steady_time request_dispatch::deadline_of(const inbound_request& in, millis budget) const {
+steady_time request_dispatch::deadline_of(const serving_config& serving, const inbound_request& in,
+                                          millis budget) const {
   auto deadline = in.arrived + budget;
-  if (deadline_header_lower_.empty())
+  const auto& name = serving.deadline_header_lower;
+  if (name.empty())
     return deadline;
-  // CONTRACT §9: a positive integer of at most 600000 shortens the deadline, never lengthens it.
-  const auto asked = in.header_value(deadline_header_lower_);
+  // A positive integer of at most 600000 shortens the deadline, never lengthens it (resilience.md).
+  const auto asked = in.header_value(name);
   if (!asked.empty() && asked.size() <= 6 &&
       std::all_of(asked.begin(), asked.end(), [](char c) { return c >= '0' && c <= '9'; })) {
     const auto ms = std::stol(asked);
@@ -169,37 +175,46 @@ steady_time request_dispatch::deadline_of(const inbound_request& in, millis budg
 }
 
 template <class Job>
-std::shared_ptr<Job> request_dispatch::make_job(const route_config& route, std::size_t route_index,
+std::shared_ptr<Job> request_dispatch::make_job(const std::shared_ptr<const serving_config>& serving,
+                                               std::size_t route_index,
                                                const std::shared_ptr<reply_sink>& sink,
                                                inbound_request inbound) const {
   auto job = std::make_shared<Job>();
-  job->deadline = deadline_of(inbound, route.batch ? route.batch->deadline : route.deadline);
-  job->route = &route;
+  job->route = &serving->cfg.routes[route_index];
+  job->deadline = deadline_of(*serving, inbound, job->route->batch ? job->route->batch->deadline
+                                                                   : job->route->deadline);
   job->route_index = route_index;
   job->runtime = runtime_;
+  job->runtime.serving = serving;
+  job->runtime.counters = &serving->counters;
+  job->runtime.max_response_bytes = serving->cfg.max_response_bytes;
+  job->runtime.guards = &serving->guards;
+  job->runtime.deadline_header = &serving->cfg.deadline_header;
   job->reply = sink;
   job->inbound = std::move(inbound);
   return job;
 }
 
 std::variant<http_reply, started_request>
-request_dispatch::serve(const request_head& head, std::string body, const std::string& request_id,
-                        steady_time arrived, const std::shared_ptr<reply_sink>& sink) {
+request_dispatch::serve(const std::shared_ptr<const serving_config>& serving, const request_head& head,
+                        std::string body, const std::string& request_id, steady_time arrived,
+                        const std::shared_ptr<reply_sink>& sink) {
+  const auto& cfg = serving->cfg;
   const auto path = head.path();
   if (is_ops_path(path))
     return serve_ops(head.method, path, request_id,
-                     ops_sources{cfg_, stats_, system_, *runtime_.client, *runtime_.counters,
+                     ops_sources{cfg, stats_, system_, *runtime_.client, serving->counters,
                                  *runtime_.inflight, *runtime_.cache, runtime_.nodes,
                                  runtime_.spans});
-  auto match = match_route(cfg_.routes, path);
-  const auto route_index = match ? match->route : cfg_.routes.size();
+  auto match = match_route(cfg.routes, path);
+  const auto route_index = match ? match->route : cfg.routes.size();
   const auto trace = trace_of(head, arrived);
-  if (auto refusal = check_head(head, request_id))
-    return refuse(route_index, std::move(*refusal), request_id, arrived, head, trace);
-  const auto& route = cfg_.routes[route_index];
-  if (stats_.inflight.fetch_add(1, std::memory_order_relaxed) >= static_cast<std::int64_t>(cfg_.max_inflight)) {
+  if (auto refusal = check_head(*serving, head, request_id))
+    return refuse(*serving, route_index, std::move(*refusal), request_id, arrived, head, trace);
+  const auto& route = cfg.routes[route_index];
+  if (stats_.inflight.fetch_add(1, std::memory_order_relaxed) >= static_cast<std::int64_t>(cfg.max_inflight)) {
     release();
-    return refuse_overloaded(head, request_id, arrived);
+    return refuse_overloaded(*serving, head, request_id, arrived);
   }
   auto inbound = inbound_of(head, std::move(match->captures), request_id, arrived, trace);
   if (route.batch) {
@@ -207,76 +222,81 @@ request_dispatch::serve(const request_head& head, std::string body, const std::s
     auto parsed = parse_batch_body(body, route.batch->max_items);
     if (!parsed.problem.empty()) {
       release();
-      runtime_.counters->request_done(route_index, 400, elapsed_us(arrived));
+      serving->counters.request_done(route_index, 400, elapsed_us(arrived));
       log_request(request_id, route.path, 400, elapsed_ms(arrived), "bad batch body: " + parsed.problem,
                   trace.trace_id_text());
       finish_server_span(runtime_.spans, trace, head.method, route.path, 400, false);
       return error_reply(400, "bad_request", request_id, {}, parsed.problem);
     }
-    auto job = make_job<batch_job>(route, route_index, sink, std::move(inbound));
+    auto job = make_job<batch_job>(serving, route_index, sink, std::move(inbound));
     job->plan = plan_batch(std::move(parsed.items), *route.batch, job->inbound);
     const auto deadline = job->deadline;
     return started_request{system_.spawn(batch_coordinator, std::shared_ptr<const batch_job>(job)),
-                           route_index, deadline, deadline + coordinator_grace, trace};
+                           serving, route_index, deadline, deadline + coordinator_grace, trace};
   }
-  auto job = make_job<aggregate_job>(route, route_index, sink, std::move(inbound));
+  auto job = make_job<aggregate_job>(serving, route_index, sink, std::move(inbound));
   const auto deadline = job->deadline;
   return started_request{system_.spawn(coordinator, std::shared_ptr<const aggregate_job>(job)),
-                         route_index, deadline, deadline + coordinator_grace, trace};
+                         serving, route_index, deadline, deadline + coordinator_grace, trace};
 }
 
 void request_dispatch::deadline_passed(const started_request& started) const {
   caf::anon_send(started.coordinator, deadline_atom::value);
 }
 
-http_reply request_dispatch::refuse_overloaded(const request_head& head, const std::string& request_id,
-                                               steady_time arrived) {
+http_reply request_dispatch::refuse_overloaded(const serving_config& serving, const request_head& head,
+                                               const std::string& request_id, steady_time arrived) {
   stats_.overloaded.fetch_add(1, std::memory_order_relaxed);
-  auto match = match_route(cfg_.routes, head.path());
+  auto match = match_route(serving.cfg.routes, head.path());
   auto reply = error_reply(503, "overloaded", request_id);
   reply.headers.emplace_back("Retry-After", "1");
-  return refuse(match ? match->route : cfg_.routes.size(), std::move(reply), request_id, arrived,
-                head, trace_of(head, arrived));
+  return refuse(serving, match ? match->route : serving.cfg.routes.size(), std::move(reply),
+                request_id, arrived, head, trace_of(head, arrived));
 }
 
 http_reply request_dispatch::give_up(const started_request& started, bool client_gone,
                                      const std::string& request_id, steady_time arrived) {
   release();
   caf::anon_send_exit(started.coordinator, caf::exit_reason::user_shutdown);
-  const auto& route = cfg_.routes[started.route];
+  const auto& route = started.serving->cfg.routes[started.route];
+  auto& counters = started.serving->counters;
   const char* method = route.batch ? "POST" : "GET";
   if (client_gone) {
     stats_.client_gone.fetch_add(1, std::memory_order_relaxed);
-    runtime_.counters->request_done(started.route, 499, elapsed_us(arrived));
+    counters.request_done(started.route, 499, elapsed_us(arrived));
     log_request(request_id, route.path, 499, elapsed_ms(arrived), "client closed the connection",
                 started.trace.trace_id_text());
     finish_server_span(runtime_.spans, started.trace, method, route.path, 499, false);
     return error_reply(499, "client_closed", request_id);
   }
-  runtime_.counters->request_done(started.route, 504, elapsed_us(arrived));
+  counters.request_done(started.route, 504, elapsed_us(arrived));
   log_request(request_id, route.path, 504, elapsed_ms(arrived), "coordinator missed the hard limit",
               started.trace.trace_id_text());
   finish_server_span(runtime_.spans, started.trace, method, route.path, 504, false);
   return error_reply(504, "upstream_timeout", request_id);
 }
 
-http_reply request_dispatch::refuse_unparsed(parse_refusal why, const request_head& head,
-                                             const std::string& request_id, steady_time arrived) {
+http_reply request_dispatch::refuse_unparsed(const serving_config& serving, parse_refusal why,
+                                             const request_head& head, const std::string& request_id,
+                                             steady_time arrived) {
   const int status = status_for(why);
-  std::size_t route_index = cfg_.routes.size();
+  const auto& routes = serving.cfg.routes;
+  std::size_t route_index = routes.size();
   if (!head.target.empty())
-    if (auto match = match_route(cfg_.routes, head.path()))
+    if (auto match = match_route(routes, head.path()))
       route_index = match->route;
-  return refuse(route_index, error_reply(status, code_for_status(status), request_id), request_id,
-                arrived, head, trace_of(head, arrived));
+  return refuse(serving, route_index, error_reply(status, code_for_status(status), request_id),
+                request_id, arrived, head, trace_of(head, arrived));
 }
 
-http_reply request_dispatch::refuse(std::size_t route_index, http_reply reply,
-                                    const std::string& request_id, steady_time arrived,
-                                    const request_head& head, const trace_context& trace) {
-  runtime_.counters->request_done(route_index, reply.status, elapsed_us(arrived));
-  const auto& route = route_index < cfg_.routes.size() ? cfg_.routes[route_index].path
-                                                       : std::string{metrics::no_route_label};
+http_reply request_dispatch::refuse(const serving_config& serving, std::size_t route_index,
+                                    http_reply reply, const std::string& request_id,
+                                    steady_time arrived, const request_head& head,
+                                    const trace_context& trace) {
+  serving.counters.request_done(route_index, reply.status, elapsed_us(arrived));
+  const auto& routes = serving.cfg.routes;
+  const auto& route = route_index < routes.size() ? routes[route_index].path
+                                                  : std::string{metrics::no_route_label};
   log_request(request_id, route, reply.status, elapsed_ms(arrived),
               std::string{"refused: "} + code_for_status(reply.status), trace.trace_id_text());
   finish_server_span(runtime_.spans, trace, head.method, route, reply.status, false);

@@ -58,11 +58,13 @@ struct metrics::section_series {
 };
 
 struct metrics::route_series {
+  std::string name;  ///< the route's path (or no_route_label): what a reload finds it by
   std::string label; ///< `route="..."`, escaped once
   std::array<std::atomic<std::uint64_t>, highest_status - lowest_status + 1> by_status{};
   std::atomic<std::uint64_t> errors{0};
   latency_histogram duration;
   std::vector<std::unique_ptr<section_series>> sections;
+  std::vector<std::string> section_names;  ///< what a reload finds a section by
   std::vector<std::string> section_labels; ///< `route="...",section="..."`
 };
 
@@ -107,25 +109,45 @@ std::string escape_label(const std::string& value) {
   return out;
 }
 
-metrics::metrics(const config& cfg) : cfg_(cfg) {
+metrics::registry::registry() = default;
+metrics::registry::~registry() = default;
+
+metrics::route_series& metrics::registry::route(const std::string& name) {
+  for (auto& series : routes_)
+    if (series->name == name)
+      return *series;
+  auto& series = *routes_.emplace_back(std::make_unique<route_series>());
+  series.name = name;
+  series.label = "route=\"" + escape_label(name) + "\"";
+  return series;
+}
+
+metrics::section_series& metrics::registry::section(route_series& route, const std::string& name) {
+  for (std::size_t s = 0; s < route.section_names.size(); ++s)
+    if (route.section_names[s] == name)
+      return *route.sections[s];
+  route.section_names.push_back(name);
+  route.section_labels.push_back(route.label + ",section=\"" + escape_label(name) + "\"");
+  return *route.sections.emplace_back(std::make_unique<section_series>());
+}
+
+metrics::metrics(const config& cfg, registry& all) : all_(all) {
+  std::lock_guard<std::mutex> lock(all.mutex_);
   for (std::size_t r = 0; r <= cfg.routes.size(); ++r) {
-    auto series = std::make_unique<route_series>();
     const auto name = r < cfg.routes.size() ? cfg.routes[r].path : std::string{no_route_label};
-    series->label = "route=\"" + escape_label(name) + "\"";
-    if (r < cfg.routes.size()) {
-      for (const auto& section : cfg.routes[r].sections) {
-        series->sections.push_back(std::make_unique<section_series>());
-        series->section_labels.push_back(series->label + ",section=\"" + escape_label(section.name) + "\"");
-      }
-    }
-    routes_.push_back(std::move(series));
+    route_handles handles;
+    handles.series = &all.route(name);
+    if (r < cfg.routes.size())
+      for (const auto& section : cfg.routes[r].sections)
+        handles.sections.push_back(&all.section(*handles.series, section.name));
+    routes_.push_back(std::move(handles));
   }
 }
 
 metrics::~metrics() = default;
 
 void metrics::request_done(std::size_t route, int status, std::chrono::microseconds took) {
-  auto& series = *routes_[std::min(route, routes_.size() - 1)];
+  auto& series = *routes_[std::min(route, routes_.size() - 1)].series;
   if (status >= lowest_status && status <= highest_status)
     add(series.by_status[static_cast<std::size_t>(status - lowest_status)]);
   if (status != 200)
@@ -135,7 +157,7 @@ void metrics::request_done(std::size_t route, int status, std::chrono::microseco
 
 void metrics::section_done(std::size_t route, std::size_t section, const section_outcome& outcome,
                            bool degraded) {
-  auto& series = *routes_[route]->sections[section];
+  auto& series = *routes_[route].sections[section];
   add(series.outcomes[static_cast<std::size_t>(outcome.status) * source_count +
                       static_cast<std::size_t>(outcome.source)]);
   series.duration.observe(std::chrono::milliseconds{outcome.ms});
@@ -144,27 +166,27 @@ void metrics::section_done(std::size_t route, std::size_t section, const section
 }
 
 void metrics::retry(std::size_t route, std::size_t section) {
-  add(routes_[route]->sections[section]->retries);
+  add(routes_[route].sections[section]->retries);
 }
 
 void metrics::cache(std::size_t route, std::size_t section, cache_event event) {
-  add(routes_[route]->sections[section]->cache[static_cast<std::size_t>(event)]);
+  add(routes_[route].sections[section]->cache[static_cast<std::size_t>(event)]);
 }
 
 void metrics::hedge(std::size_t route, std::size_t section, bool won) {
-  add(routes_[route]->sections[section]->hedges[won ? 0 : 1]);
+  add(routes_[route].sections[section]->hedges[won ? 0 : 1]);
 }
 
 void metrics::rejected(std::size_t route, std::size_t section, reject_reason why) {
-  add(routes_[route]->sections[section]->rejected[static_cast<std::size_t>(why)]);
+  add(routes_[route].sections[section]->rejected[static_cast<std::size_t>(why)]);
 }
 
 void metrics::budget_denied(std::size_t route, std::size_t section) {
-  add(routes_[route]->sections[section]->budget_denied);
+  add(routes_[route].sections[section]->budget_denied);
 }
 
 void metrics::circuit_moved(std::size_t route, std::size_t section, circuit_breaker::state to) {
-  auto& series = *routes_[route]->sections[section];
+  auto& series = *routes_[route].sections[section];
   series.circuit.store(static_cast<std::uint8_t>(to), std::memory_order_relaxed);
   const std::size_t slot = to == circuit_breaker::state::open ? 0 : to == circuit_breaker::state::half_open ? 1 : 2;
   add(series.transitions[slot]);
@@ -173,21 +195,23 @@ void metrics::circuit_moved(std::size_t route, std::size_t section, circuit_brea
 std::string metrics::exposition(const process_figures& process) const {
   std::string out;
   out.reserve(16384);
+  std::lock_guard<std::mutex> lock(all_.mutex_); // a reload may be adding series
+  const auto& all = all_.routes_; // every route ever configured, not only this generation's
   header(out, "gather_requests_total", "counter", "Requests answered, by route and HTTP status.");
-  for (const auto& r : routes_)
+  for (const auto& r : all)
     for (std::size_t i = 0; i < r->by_status.size(); ++i)
       if (auto n = r->by_status[i].load(std::memory_order_relaxed))
         sample(out, "gather_requests_total",
                r->label + ",code=\"" + std::to_string(i + lowest_status) + "\"", n);
   header(out, "gather_request_errors_total", "counter", "Requests that did not get a 200.");
-  for (const auto& r : routes_)
+  for (const auto& r : all)
     sample(out, "gather_request_errors_total", r->label, r->errors.load(std::memory_order_relaxed));
   header(out, "gather_request_duration_seconds", "histogram", "Time from arrival to answer.");
-  for (const auto& r : routes_)
+  for (const auto& r : all)
     r->duration.write(out, "gather_request_duration_seconds", r->label);
 
   header(out, "gather_section_total", "counter", "Section outcomes, by status and data source.");
-  for (const auto& r : routes_)
+  for (const auto& r : all)
     for (std::size_t s = 0; s < r->sections.size(); ++s)
       for (std::size_t st = 0; st < status_count; ++st)
         for (std::size_t src = 0; src < source_count; ++src)
@@ -197,21 +221,21 @@ std::string metrics::exposition(const process_figures& process) const {
                      "\",source=\"" + to_string(static_cast<data_source>(src)) + "\"",
                    n);
   header(out, "gather_section_duration_seconds", "histogram", "A section's whole time, backoff included.");
-  for (const auto& r : routes_)
+  for (const auto& r : all)
     for (std::size_t s = 0; s < r->sections.size(); ++s)
       r->sections[s]->duration.write(out, "gather_section_duration_seconds", r->section_labels[s]);
   header(out, "gather_degraded_total", "counter", "Pages served 200 without this section's live data.");
-  for (const auto& r : routes_)
+  for (const auto& r : all)
     for (std::size_t s = 0; s < r->sections.size(); ++s)
       sample(out, "gather_degraded_total", r->section_labels[s],
              r->sections[s]->degraded.load(std::memory_order_relaxed));
   header(out, "gather_retries_total", "counter", "Downstream attempts after the first.");
-  for (const auto& r : routes_)
+  for (const auto& r : all)
     for (std::size_t s = 0; s < r->sections.size(); ++s)
       sample(out, "gather_retries_total", r->section_labels[s],
              r->sections[s]->retries.load(std::memory_order_relaxed));
   header(out, "gather_cache_events_total", "counter", "Section cache lookups: hit, miss, coalesced, stale.");
-  for (const auto& r : routes_)
+  for (const auto& r : all)
     for (std::size_t s = 0; s < r->sections.size(); ++s)
       for (std::size_t e = 0; e < cache_event_count; ++e)
         sample(out, "gather_cache_events_total",
@@ -221,13 +245,13 @@ std::string metrics::exposition(const process_figures& process) const {
   // CONTRACT §9: hedges, rejections, the retry budget and circuits, for every section.
   header(out, "gather_hedges_total", "counter",
          "Attempts with hedge calls that ended ok: won by a hedge call, or by the first call (lost).");
-  for (const auto& r : routes_)
+  for (const auto& r : all)
     for (std::size_t s = 0; s < r->sections.size(); ++s)
       for (std::size_t w = 0; w < 2; ++w)
         sample(out, "gather_hedges_total", r->section_labels[s] + (w == 0 ? ",result=\"won\"" : ",result=\"lost\""),
                r->sections[s]->hedges[w].load(std::memory_order_relaxed));
   header(out, "gather_rejected_total", "counter", "Sections ended rejected with no call made, by reason.");
-  for (const auto& r : routes_)
+  for (const auto& r : all)
     for (std::size_t s = 0; s < r->sections.size(); ++s)
       for (std::size_t w = 0; w < 2; ++w)
         sample(out, "gather_rejected_total",
@@ -235,17 +259,17 @@ std::string metrics::exposition(const process_figures& process) const {
                r->sections[s]->rejected[w].load(std::memory_order_relaxed));
   header(out, "gather_retry_budget_denied_total", "counter",
          "Retries and hedges not made because the downstream's retry budget was spent.");
-  for (const auto& r : routes_)
+  for (const auto& r : all)
     for (std::size_t s = 0; s < r->sections.size(); ++s)
       sample(out, "gather_retry_budget_denied_total", r->section_labels[s],
              r->sections[s]->budget_denied.load(std::memory_order_relaxed));
   header(out, "gather_circuit_open", "gauge", "1 while the section's circuit is open or half-open, else 0.");
-  for (const auto& r : routes_)
+  for (const auto& r : all)
     for (std::size_t s = 0; s < r->sections.size(); ++s)
       sample(out, "gather_circuit_open", r->section_labels[s],
              r->sections[s]->circuit.load(std::memory_order_relaxed) == 0 ? 0 : 1);
   header(out, "gather_circuit_transitions_total", "counter", "Circuit state changes, by the state entered.");
-  for (const auto& r : routes_)
+  for (const auto& r : all)
     for (std::size_t s = 0; s < r->sections.size(); ++s)
       for (std::size_t t = 0; t < 3; ++t)
         sample(out, "gather_circuit_transitions_total",
@@ -271,6 +295,9 @@ std::string metrics::exposition(const process_figures& process) const {
   header(out, "gather_node_up", "gauge", "1 when the cluster node is connected, else 0.");
   for (const auto& [node, up] : process.nodes)
     sample(out, "gather_node_up", "node=\"" + escape_label(node) + "\"", up ? 1 : 0);
+  header(out, "gather_config_reloads_total", "counter", "Configuration reloads (SIGHUP), by result.");
+  sample(out, "gather_config_reloads_total", "result=\"ok\"", process.config_reloads_ok);
+  sample(out, "gather_config_reloads_total", "result=\"invalid\"", process.config_reloads_invalid);
   return out;
 }
 

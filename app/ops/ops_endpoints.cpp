@@ -50,6 +50,8 @@ http_reply metrics_text(const ops_sources& src) {
     process.spans_exported = src.spans->exported();
     process.span_exports_failed = src.spans->failed_exports();
   }
+  process.config_reloads_ok = src.stats.config_reloads_ok.load();
+  process.config_reloads_invalid = src.stats.config_reloads_invalid.load();
   http_reply reply;
   reply.content_type = "text/plain; version=0.0.4";
   reply.body = src.counters.exposition(process);

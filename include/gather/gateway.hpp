@@ -10,6 +10,8 @@
 
 namespace gather {
 
+struct serving_config;
+
 class gateway {
 public:
   explicit gateway(config cfg);
@@ -24,7 +26,18 @@ public:
   /// Stops accepting, lets requests in flight finish (each by its deadline), joins.
   void stop();
 
+  /// Puts a re-read configuration in force (SIGHUP; docs/operations.md, "Reloading the
+  /// configuration"). Valid: requests that begin from now on use it, those in flight finish on
+  /// theirs; the restart-only keys (listen, io_threads, tls, cluster) keep their running values,
+  /// each one the file changes logged. Invalid: every problem logged, nothing changes. Counted in
+  /// gather_config_reloads_total either way; `source` names the file in the log lines. Returns
+  /// whether the new configuration is in force. Safe from any thread; blocks no event loop.
+  bool reload(config_result loaded, const std::string& source);
+
+  /// The configuration the gateway started on (the restart-only keys stay in force from it).
   const config& cfg() const;
+  /// The configuration generation in force now.
+  std::shared_ptr<const serving_config> serving() const;
   const gateway_stats& stats() const;
   /// Downstream transfers in flight right now.
   std::size_t downstream_inflight() const;

@@ -188,7 +188,7 @@ TEST_CASE("each cache shard reports its mailbox: waiting messages while busy, 0 
   caf::actor_system system{cfg};
   gather::section_cache cache{system, gather::cache_limits{}, 2};
   REQUIRE(cache.mailboxes().size() == 2);
-  const std::string key = gather::cache_key(0, 0, "http://127.0.0.1/x", {});
+  const std::string key = gather::cache_key(gather::cache_scope("/r", gather::section_config{}), "http://127.0.0.1/x", {});
   // A burst from one thread: enqueueing is far cheaper than handling a lookup, so lookups queue.
   caf::scoped_actor sender{system};
   for (int i = 0; i < 20000; ++i)

@@ -30,7 +30,7 @@ struct batch_job {
   steady_time deadline; ///< the batch's deadline, or sooner when the client's deadline header asks
   batch_plan plan;
   std::shared_ptr<reply_sink> reply; ///< where the answer goes
-  section_runtime runtime;
+  section_runtime runtime; ///< its `serving` owns `route`
 };
 
 struct batch_coordinator_state {

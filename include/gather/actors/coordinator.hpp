@@ -28,7 +28,7 @@ struct aggregate_job {
   inbound_request inbound;
   steady_time deadline; ///< the route's deadline, or sooner when the client's deadline header asks
   std::shared_ptr<reply_sink> reply; ///< where the answer goes
-  section_runtime runtime;
+  section_runtime runtime; ///< its `serving` owns `route`
 };
 
 struct coordinator_state {

@@ -1,7 +1,7 @@
 // The section cache: successful section data kept for `cache_ttl_ms`, with single flight.
 //
-// A few cache actors each own a shard of the keys (route, section, final URL, forwarded header
-// values). Workers ask before calling a downstream:
+// A few cache actors each own a shard of the keys (route path, section name and projection, final
+// URL, forwarded header values). Workers ask before calling a downstream:
 //
 //   worker --lookup(key, ttl, stale)--> cache
 //     hit:    fresh data, no call (source "cache", attempts 0)
@@ -76,16 +76,25 @@ public:
   section_cache& operator=(const section_cache&) = delete;
   /// The shard that owns `key`, counting the one message the caller is about to send it.
   const caf::actor& shard_for(const std::string& key);
+  /// New limits for the whole cache (a reload): each shard drops its least recently used entries
+  /// until it fits them.
+  void resize(cache_limits limits);
   /// One per shard, in shard order (for /debug/actors).
   const std::vector<std::shared_ptr<mailbox_gauge>>& mailboxes() const { return mailboxes_; }
 
 private:
+  static cache_limits per_shard(cache_limits limits, std::size_t shards);
   std::vector<caf::actor> shards_;
   std::vector<std::shared_ptr<mailbox_gauge>> mailboxes_;
 };
 
-/// The cache key of a call: route, section, final URL and the forwarded headers' values.
-std::string cache_key(std::size_t route, std::size_t section, const std::string& url,
+/// The part of a section's cache keys that names the section: its route's path, its name and its
+/// `fields` (the data is stored projected). Keyed by names, not positions, so that after a reload
+/// no section is ever shown another's entry; one whose `fields` changed starts afresh.
+std::string cache_scope(const std::string& route_path, const section_config& section);
+
+/// The cache key of a call: the section's scope, the final URL and the forwarded headers' values.
+std::string cache_key(const std::string& scope, const std::string& url,
                       const std::vector<std::string>& forwarded_header_lines);
 
 } // namespace gather

@@ -30,20 +30,24 @@ class section_guards;
 class io_loops;
 struct section_guard;
 class span_exporter;
+struct serving_config;
 
 /// What the process gives every worker: where to send calls and what to count.
 struct section_runtime {
   downstream_client* client = nullptr;
   gateway_stats* stats = nullptr;
-  metrics* counters = nullptr;       ///< null on a cluster node
+  metrics* counters = nullptr;       ///< `serving`'s; null on a cluster node
   inflight_registry* inflight = nullptr;
   section_cache* cache = nullptr;    ///< null on a cluster node
   cluster* nodes = nullptr;          ///< null without a cluster, and on a cluster node
-  std::size_t max_response_bytes = 8 * 1024 * 1024;
+  std::size_t max_response_bytes = 8 * 1024 * 1024; ///< `serving`'s
   section_guards* guards = nullptr;  ///< null on a cluster node (the gateway guards its calls)
   const std::string* deadline_header = nullptr; ///< the config's; null or empty: none
   io_loops* loops = nullptr;         ///< where hedge timers run; null: CAF's delayed_send
   span_exporter* spans = nullptr;    ///< null without tracing, and on a cluster node
+  /// The configuration generation the request began on (null on a cluster node): every actor of
+  /// the request holds it, so its routes and `counters` outlive the request's last actor.
+  std::shared_ptr<const serving_config> serving;
 };
 
 /// One section of one request, resolved: what to call, plus what only this process needs.
@@ -63,7 +67,8 @@ struct section_call {
   section_guard* guard = nullptr;
 };
 
-/// Resolves section `index` of route `route` for one request whose URL rendered to `url`.
+/// Resolves section `index` of route `route` (in `runtime.serving`) for one request whose URL
+/// rendered to `url`.
 section_call make_section_call(const section_config& section, std::size_t route, std::size_t index,
                                std::string url, const inbound_request& in, steady_time deadline,
                                std::shared_ptr<std::atomic<bool>> answered,

@@ -38,7 +38,7 @@ constexpr std::chrono::milliseconds linger_limit{1000};
 
 /// What the connections of one server share.
 struct front_shared {
-  const config& cfg;
+  const serving_config_slot& serving; ///< the configuration generation in force
   request_dispatch& dispatch;
   gateway_stats& stats;
   std::atomic<bool> draining{false};
@@ -81,15 +81,17 @@ public:
   using clock = std::chrono::steady_clock;
   using error_code = boost::system::error_code;
 
-  /// `on_close` runs once, on the loop, when the connection has closed.
+  /// `on_close` runs once, on the loop, when the connection has closed. `serving` is the
+  /// generation in force when it was accepted (each request takes the one in force then).
   template <class... StreamArgs>
-  connection(front_shared& shared, std::function<void(connection_base*)> on_close, StreamArgs&&... args)
+  connection(front_shared& shared, std::shared_ptr<const serving_config> serving,
+             std::function<void(connection_base*)> on_close, StreamArgs&&... args)
     : stream_(std::forward<StreamArgs>(args)...),
       shared_(shared),
+      serving_(std::move(serving)),
       on_close_(std::move(on_close)),
       timer_(stream_.get_executor()),
-      buffer_(shared.cfg.inbound.max_request_line_bytes + shared.cfg.inbound.max_header_bytes +
-              read_chunk + 4) {
+      buffer_(buffer_limit()) {
   }
 
   ~connection() override {
@@ -101,7 +103,7 @@ public:
     error_code ignored;
     boost::beast::get_lowest_layer(stream_).set_option(boost::asio::ip::tcp::no_delay(true), ignored);
     if constexpr (is_tls) {
-      set_deadline(clock::now() + shared_.cfg.inbound.request_timeout, why::handshake);
+      set_deadline(clock::now() + limits().request_timeout, why::handshake);
       stream_.async_handshake(boost::asio::ssl::stream_base::server,
                               [self = this->shared_from_this()](const error_code& ec) {
                                 if (ec)
@@ -136,6 +138,12 @@ public:
 private:
   static constexpr bool is_tls = !std::is_same_v<Stream, boost::asio::ip::tcp::socket>;
   static constexpr std::size_t read_chunk = 16384;
+
+  const inbound_limits& limits() const { return serving_->cfg.inbound; }
+  /// Room for a whole head at the limits of the generation held, plus one read.
+  std::size_t buffer_limit() const {
+    return limits().max_request_line_bytes + limits().max_header_bytes + read_chunk + 4;
+  }
   enum class phase { reading, waiting, writing, closing };
   enum class why { none, handshake, idle, request, deadline, hard_limit, linger };
 
@@ -151,7 +159,8 @@ private:
     head_handled_ = false;
     close_after_ = false;
     request_begun_ = false;
-    set_deadline(clock::now() + shared_.cfg.inbound.keep_alive_idle, why::idle);
+    shared_.serving.refresh(serving_); // no parser holds the old generation's limits any more
+    set_deadline(clock::now() + limits().keep_alive_idle, why::idle);
     parse();
   }
 
@@ -161,8 +170,12 @@ private:
         return read();
       if (!request_begun_) { // the first byte of a request: the slowloris clock starts
         request_begun_ = true;
-        parser_.emplace(shared_.cfg.inbound, shared_.cfg.max_body_bytes);
-        set_deadline(clock::now() + shared_.cfg.inbound.request_timeout, why::request);
+        // The request's generation: every check, limit and route of this request is taken from
+        // it, however long it takes and whatever is reloaded meanwhile.
+        shared_.serving.refresh(serving_);
+        buffer_.max_size(std::max(buffer_.size(), buffer_limit()));
+        parser_.emplace(limits(), serving_->cfg.max_body_bytes);
+        set_deadline(clock::now() + limits().request_timeout, why::request);
       }
       error_code ec;
       const auto used = parser_->put(buffer_.data(), ec);
@@ -189,10 +202,10 @@ private:
     request_id_ = request_id_for(head);
     keep_alive_ = parser_->keep_alive();
     const bool body_follows = !parser_->is_done();
-    if (body_follows && shared_.dispatch.reads_body(head, request_id_)) {
-      if (shared_.dispatch.overloaded()) { // refused on the head: the body stays unread
+    if (body_follows && shared_.dispatch.reads_body(*serving_, head, request_id_)) {
+      if (shared_.dispatch.overloaded(*serving_)) { // refused on the head: the body stays unread
         close_after_ = true;
-        answer_now(shared_.dispatch.refuse_overloaded(head, request_id_, clock::now()));
+        answer_now(shared_.dispatch.refuse_overloaded(*serving_, head, request_id_, clock::now()));
         return false;
       }
       if (boost::beast::iequals(head.header("expect"), "100-continue"))
@@ -216,7 +229,7 @@ private:
     request_id_ = head.target.empty() ? request_id_for(request_head{}) : request_id_for(head);
     keep_alive_ = false;
     close_after_ = true;
-    answer_now(shared_.dispatch.refuse_unparsed(why, head, request_id_, clock::now()));
+    answer_now(shared_.dispatch.refuse_unparsed(*serving_, why, head, request_id_, clock::now()));
   }
 
   /// An answer made without a coordinator, in the request's HTTP version.
@@ -234,7 +247,8 @@ private:
     version_ = parser_->head().version;
     auto sink = std::make_shared<connection_sink>(stream_.get_executor(), this->weak_from_this(),
                                                   shared_.dispatch);
-    auto result = shared_.dispatch.serve(parser_->head(), std::move(body), request_id_, arrived_, sink);
+    auto result =
+      shared_.dispatch.serve(serving_, parser_->head(), std::move(body), request_id_, arrived_, sink);
     if (auto* reply = std::get_if<http_reply>(&result))
       return send_answer(*reply);
     started_ = std::move(std::get<started_request>(result));
@@ -393,7 +407,7 @@ private:
   /// Writes without a phase deadline of their own (a 100 Continue while reading keeps `request`).
   void set_deadline_if_none() {
     if (reason_ == why::deadline || reason_ == why::hard_limit || reason_ == why::none)
-      set_deadline(clock::now() + shared_.cfg.inbound.request_timeout, why::request);
+      set_deadline(clock::now() + limits().request_timeout, why::request);
   }
 
   void wait_timer() {
@@ -441,6 +455,8 @@ private:
 
   Stream stream_;
   front_shared& shared_;
+  /// The generation of the request being read or served (of the last one, between requests).
+  std::shared_ptr<const serving_config> serving_;
   std::function<void(connection_base*)> on_close_;
   boost::asio::steady_timer timer_;
   boost::beast::flat_buffer buffer_;

@@ -5,7 +5,7 @@
 #include <memory>
 #include <string>
 
-#include "gather/config/config.hpp"
+#include "gather/actors/serving_config.hpp"
 #include "gather/front/request_dispatch.hpp"
 #include "gather/values/gateway_stats.hpp"
 #include "gather/runtime/io_loops.hpp"
@@ -14,7 +14,9 @@ namespace gather {
 
 class http_server {
 public:
-  http_server(const config& cfg, gateway_stats& stats, io_loops& loops, request_dispatch& dispatch);
+  /// `serving` is where each connection and request takes its configuration generation from.
+  http_server(const serving_config_slot& serving, gateway_stats& stats, io_loops& loops,
+              request_dispatch& dispatch);
   ~http_server(); ///< stop()
   http_server(const http_server&) = delete;
   http_server& operator=(const http_server&) = delete;

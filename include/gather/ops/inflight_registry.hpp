@@ -18,13 +18,15 @@
 namespace gather {
 
 struct inflight_entry {
-  inflight_entry(std::string id, const route_config& r, steady_time at)
-    : request_id(std::move(id)), route(&r), arrived(at), pending(r.sections.size()) {
+  inflight_entry(std::string id, std::shared_ptr<const route_config> r, steady_time at)
+    : request_id(std::move(id)), route(std::move(r)), arrived(at), pending(route->sections.size()) {
     for (auto& p : pending)
       p.store(true, std::memory_order_relaxed);
   }
   std::string request_id;
-  const route_config* route;
+  /// Owns (a share of) the configuration generation the route belongs to: a view taken from the
+  /// registry may outlive the request, and a reload may have released everything else holding it.
+  std::shared_ptr<const route_config> route;
   steady_time arrived;
   std::vector<std::atomic<bool>> pending; ///< per section: not ended yet
 };

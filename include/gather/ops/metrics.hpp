@@ -1,7 +1,10 @@
 // Gather's labelled metrics (docs/operations.md), counted without locks on the hot path.
 //
-// Every series a route can produce exists from start-up, as plain atomics in arrays indexed by
-// route, section, status and bucket: counting is one relaxed atomic add, a scrape reads them all.
+// Every series a route can produce exists from the moment its configuration is loaded, as plain
+// atomics in arrays indexed by status and bucket: counting is one relaxed atomic add, a scrape
+// reads them all. The series belong to a `metrics::registry` (one per gateway), by route path and
+// section name, so a route or section that a reload keeps keeps its counts; a `metrics` is one
+// configuration generation's handles on them, indexed by route and section position.
 #pragma once
 
 #include <array>
@@ -9,6 +12,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -51,6 +55,8 @@ struct process_figures {
   std::uint64_t spans_dropped = 0;       ///< tracing: spans refused by the full export queue
   std::uint64_t spans_exported = 0;      ///< tracing: spans a collector accepted
   std::uint64_t span_exports_failed = 0; ///< tracing: export POSTs that failed
+  std::uint64_t config_reloads_ok = 0;
+  std::uint64_t config_reloads_invalid = 0;
 };
 
 class metrics {
@@ -58,7 +64,10 @@ public:
   /// The pseudo-route of requests that matched no route.
   static constexpr const char* no_route_label = "no_route";
 
-  explicit metrics(const config& cfg);
+  class registry;
+
+  /// Handles on `all`'s series for the routes and sections of `cfg` (made there when new).
+  metrics(const config& cfg, registry& all);
   ~metrics();
 
   /// A request answered (any status); `route` is an index in config::routes, or routes.size()
@@ -78,14 +87,36 @@ public:
   /// The section's circuit moved to `to`.
   void circuit_moved(std::size_t route, std::size_t section, circuit_breaker::state to);
 
-  /// The Prometheus text exposition, format 0.0.4.
+  /// The Prometheus text exposition, format 0.0.4: every series of the registry, those of routes
+  /// and sections that a reload removed included (their counts stay as they were).
   std::string exposition(const process_figures& process) const;
 
 private:
   struct route_series;
   struct section_series;
-  const config& cfg_;
-  std::vector<std::unique_ptr<route_series>> routes_; ///< one per route, plus the no_route one
+  struct route_handles {
+    route_series* series = nullptr;
+    std::vector<section_series*> sections; ///< in the route's section order
+  };
+  registry& all_;
+  std::vector<route_handles> routes_; ///< one per route, plus the no_route one
+};
+
+/// Every series a gateway has counted into, by route path and section name. Outlives every
+/// generation's `metrics`; a reload only adds to it (under its lock, as does a scrape's read).
+class metrics::registry {
+public:
+  registry();
+  ~registry();
+  registry(const registry&) = delete;
+  registry& operator=(const registry&) = delete;
+
+private:
+  friend class metrics;
+  route_series& route(const std::string& name);
+  section_series& section(route_series& route, const std::string& name);
+  mutable std::mutex mutex_;
+  std::vector<std::unique_ptr<route_series>> routes_; ///< in the order they first appeared
 };
 
 /// Escapes a label value for the text format: backslash, double quote and newline.

@@ -13,6 +13,7 @@ using hedge_atom = caf::atom_constant<caf::atom("hedge")>;       ///< worker -> 
 using done_atom = caf::atom_constant<caf::atom("done")>;         ///< client -> worker or batch: transfer ended
 using lookup_atom = caf::atom_constant<caf::atom("lookup")>;     ///< worker -> cache: hit, lead or join?
 using store_atom = caf::atom_constant<caf::atom("store")>;       ///< flight leader -> cache: the outcome
+using limits_atom = caf::atom_constant<caf::atom("limits")>;     ///< gateway -> cache: new bounds (reload)
 using hello_atom = caf::atom_constant<caf::atom("hello")>;       ///< gateway <-> node: protocol versions
 using work_atom = caf::atom_constant<caf::atom("work")>;         ///< gateway worker -> node: a section_work
 

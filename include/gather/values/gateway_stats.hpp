@@ -15,6 +15,8 @@ struct gateway_stats {
   std::atomic<std::uint64_t> client_gone{0};  ///< requests whose client hung up before the answer
   std::atomic<std::int64_t> connections{0};   ///< inbound connections open
   std::atomic<std::uint64_t> connections_refused{0}; ///< closed at once: max_connections reached
+  std::atomic<std::uint64_t> config_reloads_ok{0};      ///< reloads that put a new generation in force
+  std::atomic<std::uint64_t> config_reloads_invalid{0}; ///< reloads refused: the file had problems
 };
 
 } // namespace gather

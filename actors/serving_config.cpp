@@ -1,0 +1,78 @@
+#include "gather/actors/serving_config.hpp"
+
+#include <algorithm>
+#include <cctype>
+
+#include "gather/actors/section_cache.hpp"
+
+namespace gather {
+
+namespace {
+
+std::vector<std::vector<std::string>> cache_scopes_of(const config& cfg) {
+  std::vector<std::vector<std::string>> scopes;
+  scopes.reserve(cfg.routes.size());
+  for (const auto& route : cfg.routes) {
+    auto& sections = scopes.emplace_back();
+    for (const auto& section : route.sections)
+      sections.push_back(cache_scope(route.path, section));
+  }
+  return scopes;
+}
+
+std::string lower(std::string text) {
+  for (auto& c : text)
+    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return text;
+}
+
+millis longest_deadline_of(const config& cfg) {
+  millis longest{0};
+  for (const auto& route : cfg.routes)
+    longest = std::max(longest, route.batch ? route.batch->deadline : route.deadline);
+  return longest;
+}
+
+} // namespace
+
+serving_config::serving_config(config c, std::uint64_t n, metrics::registry& series)
+  : cfg(std::move(c)),
+    number(n),
+    counters(cfg, series),
+    cache_scopes(cache_scopes_of(cfg)),
+    longest_deadline(longest_deadline_of(cfg)),
+    guards(cfg),
+    deadline_header_lower(lower(cfg.deadline_header)) {
+}
+
+serving_config_slot::serving_config_slot(std::shared_ptr<const serving_config> first)
+  : current_(std::move(first)), number_(current_->number), longest_deadline_(current_->longest_deadline) {
+}
+
+std::shared_ptr<const serving_config> serving_config_slot::current() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return current_;
+}
+
+void serving_config_slot::refresh(std::shared_ptr<const serving_config>& held) const {
+  // Numbers only grow and each is installed once: equal numbers mean the same generation.
+  if (held && held->number == number_.load(std::memory_order_acquire))
+    return;
+  held = current();
+}
+
+void serving_config_slot::install(std::shared_ptr<const serving_config> next) {
+  std::shared_ptr<const serving_config> previous; // released outside the lock
+  std::lock_guard<std::mutex> lock(mutex_);
+  longest_deadline_ = std::max(longest_deadline_, next->longest_deadline);
+  previous = std::move(current_);
+  current_ = std::move(next);
+  number_.store(current_->number, std::memory_order_release);
+}
+
+millis serving_config_slot::longest_deadline() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return longest_deadline_;
+}
+
+} // namespace gather

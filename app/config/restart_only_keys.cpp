@@ -1,0 +1,56 @@
+#include "gather/config/restart_only_keys.hpp"
+
+namespace gather {
+
+namespace {
+
+nlohmann::json json_of(const std::optional<tls_config>& tls) {
+  if (!tls)
+    return nullptr;
+  return {{"cert_file", tls->cert_file}, {"key_file", tls->key_file}};
+}
+
+nlohmann::json json_of(const std::optional<cluster_config>& cluster) {
+  if (!cluster)
+    return nullptr;
+  return {{"nodes", cluster->nodes}, {"local", cluster->local}};
+}
+
+nlohmann::json json_of(const std::optional<tracing_config>& tracing) {
+  if (!tracing)
+    return nullptr;
+  return {{"otlp_endpoint", tracing->otlp_endpoint}, {"service_name", tracing->service_name},
+          {"sample_ratio", tracing->sample_ratio}, {"max_queue_spans", tracing->max_queue_spans},
+          {"max_batch_spans", tracing->max_batch_spans},
+          {"export_interval_ms", tracing->export_interval.count()},
+          {"export_timeout_ms", tracing->export_timeout.count()}};
+}
+
+void compare(std::vector<restart_only_change>& out, const char* key, const nlohmann::json& running,
+             const nlohmann::json& next) {
+  if (running != next)
+    out.push_back({key, running, next});
+}
+
+} // namespace
+
+std::vector<restart_only_change> restart_only_changes(const config& running, const config& next) {
+  std::vector<restart_only_change> changes;
+  compare(changes, "listen", running.listen, next.listen);
+  compare(changes, "io_threads", running.io_threads, next.io_threads);
+  compare(changes, "tls", json_of(running.tls), json_of(next.tls));
+  compare(changes, "cluster", json_of(running.cluster), json_of(next.cluster));
+  // The span exporter is made once, at start (its queue and timer live on a loop).
+  compare(changes, "tracing", json_of(running.tracing), json_of(next.tracing));
+  return changes;
+}
+
+void keep_restart_only(const config& running, config& next) {
+  next.listen = running.listen;
+  next.io_threads = running.io_threads;
+  next.tls = running.tls;
+  next.cluster = running.cluster;
+  next.tracing = running.tracing;
+}
+
+} // namespace gather

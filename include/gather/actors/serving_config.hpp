@@ -1,0 +1,77 @@
+// One generation of the configuration in force: a validated config and everything derived from it
+// per generation (the metric handles of its routes and sections, the cache scopes of its sections),
+// built once and never changed afterwards.
+//
+// Why generations: a reload (SIGHUP, docs/operations.md) must not edit anything a request in
+// flight reads. Each request takes the current generation when it begins and holds it (its job and
+// its workers keep a shared_ptr) until its last actor ends; requests that begin after a reload
+// take the new one. A generation is freed with the last request, connection or reload that held
+// it, on whichever thread that was: its destructor must stay cheap and must not block.
+//
+// State that must outlive a generation (the metric series a reload keeps, the cache entries) lives
+// in the gateway and is only pointed at from here. To give a route or section per-generation state
+// of its own, add a member and build it in the constructor from `cfg`; state that changes while
+// requests run (atomics, as `counters` holds) is declared `mutable`. Actors reach the generation
+// through section_runtime::serving, the front through started_request::serving.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "gather/config/config.hpp"
+#include "gather/ops/metrics.hpp"
+#include "gather/resilience/section_guards.hpp"
+
+namespace gather {
+
+struct serving_config {
+  /// `cfg` must be valid (load_config accepted it); `series` must outlive the generation.
+  serving_config(config cfg, std::uint64_t number, metrics::registry& series);
+  serving_config(const serving_config&) = delete;
+  serving_config& operator=(const serving_config&) = delete;
+
+  const config cfg;
+  /// 1 for the configuration the gateway started on, one more for each reload that applied.
+  const std::uint64_t number;
+  /// This generation's handles on the gateway's metric series (kept by route path and section
+  /// name across reloads). Counting only adds to atomics, hence mutable on a const generation.
+  mutable metrics counters;
+  /// Per route, per section: the first part of the section's cache keys (route path, section
+  /// name, projection), so that no reload can make one section's entry another section's.
+  const std::vector<std::vector<std::string>> cache_scopes;
+  /// The longest a request of this generation may take: the largest route deadline.
+  const millis longest_deadline;
+  /// Bulkheads, circuits, hedge latencies and retry budgets (resilience.md): a reload starts
+  /// them afresh with the new configuration's values.
+  mutable section_guards guards;
+  /// cfg.deadline_header in lower case, as inbound header names are kept; empty: off.
+  const std::string deadline_header_lower;
+};
+
+/// Where the front takes the generation in force from; the gateway installs a new one on reload.
+class serving_config_slot {
+public:
+  explicit serving_config_slot(std::shared_ptr<const serving_config> first);
+
+  /// The generation in force (takes a lock: for once per connection, not once per request).
+  std::shared_ptr<const serving_config> current() const;
+  /// Replaces `held` with the generation in force when a newer one was installed. When none was
+  /// (nearly always) this costs one atomic load: the per-request way to pick a generation.
+  void refresh(std::shared_ptr<const serving_config>& held) const;
+  /// Puts `next` in force for every request that begins from now on.
+  void install(std::shared_ptr<const serving_config> next);
+  /// The largest route deadline of every generation installed so far (draining waits that long).
+  millis longest_deadline() const;
+
+private:
+  mutable std::mutex mutex_;
+  std::shared_ptr<const serving_config> current_;
+  std::atomic<std::uint64_t> number_;
+  millis longest_deadline_{0};
+};
+
+} // namespace gather
