@@ -203,6 +203,43 @@ TEST_CASE("tracing: an inbound trace gets a SERVER span and one CLIENT span per 
   CHECK(header_ids == client_ids);
 }
 
+TEST_CASE("tracing: a hedge call has a CLIENT span of its own; the cancelled loser says so", "[tracing]") {
+  otlp_receiver receiver;
+  seen_headers seen;
+  test_server down;
+  std::atomic<int> calls{0};
+  down.get("/h", [&](const httplib::Request& req, httplib::Response& res) {
+    seen.add(req);
+    if (calls++ == 0)
+      down.delay(milliseconds{1500}); // the first call is slow: the hedge after 50 ms wins
+    answer_json(res, {{"h", 1}});
+  });
+  down.start();
+  running_gateway gw{route_config_json(
+    "/p", {section("h", down.base_url() + "/h", 2000, {{"required", true}, {"hedge", {{"after_ms", 50}}}})},
+    3000, {{"tracing", tracing_keys(receiver.endpoint())}})};
+  auto r = gw.get("/p", {{"traceparent", inbound_traceparent()}});
+  REQUIRE(r);
+  REQUIRE(r->status == 200);
+  REQUIRE(eventually([&] { return receiver.spans_of(inbound_trace).size() >= 3; }, milliseconds{10000}));
+  auto spans = receiver.spans_of(inbound_trace);
+  REQUIRE(spans.size() == 3);
+  std::map<std::string, json> by_attempt;
+  std::set<std::string> client_ids;
+  for (const auto& s : spans)
+    if (s["kind"] == 3) {
+      by_attempt[attribute(s, "gather.attempt")["intValue"]] = s;
+      client_ids.insert(s["spanId"].get<std::string>());
+    }
+  REQUIRE(by_attempt.size() == 2);
+  CHECK(attribute(by_attempt["1"], "gather.status") == json{{"stringValue", "cancelled"}});
+  CHECK(attribute(by_attempt["2"], "gather.status") == json{{"stringValue", "ok"}});
+  std::set<std::string> header_ids;
+  for (const auto& h : seen.all())
+    header_ids.insert(span_id_in(h));
+  CHECK(header_ids == client_ids); // each call carried its own span id
+}
+
 TEST_CASE("tracing: a batch call is a CLIENT span of the batch's SERVER span", "[tracing]") {
   otlp_receiver receiver;
   seen_headers seen;
