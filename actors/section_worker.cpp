@@ -5,8 +5,8 @@
 //                                    worker --submit--> downstream_client (Beast on the event loops)
 //   coordinator <--attempt(i)------- worker <--done---- downstream_client
 //                                    worker --retry---> worker (a delayed message: the backoff)
-//                                    worker --hedge---> worker (a delayed message: one more call of
-//                                                       the attempt if it has not answered yet)
+//                                    worker <--slow---- downstream_client (a call unanswered after the
+//                                                       hedge delay: one more call of the attempt)
 //                                    worker --store---> section_cache   (a flight's leader)
 //                                    worker --work----> node_service on a cluster node, which runs
 //                                           <--attempt, section_outcome--  a worker just like this one
@@ -32,7 +32,6 @@
 #include "gather/downstream/retry_rule.hpp"
 #include "gather/actors/section_cache.hpp"
 #include "gather/resilience/section_guards.hpp"
-#include "gather/runtime/io_loops.hpp"
 
 #include <algorithm>
 
@@ -166,6 +165,22 @@ void release_slot(worker_ptr self) {
 // ---------------------------------------------------------------------------------------------
 // Attempts and their calls
 
+/// How long this call may go unanswered before the attempt gets its next hedge call; nullopt: no
+/// hedge (none configured, all made, a percentile before 20 ok calls, or one that would start
+/// after its attempt or its request ended).
+std::optional<std::chrono::microseconds> hedge_delay(const section_worker_state& st, steady_time now) {
+  const auto* guard = st.call.guard;
+  if (!guard || !guard->hedge || st.attempt_calls > guard->hedge->max)
+    return std::nullopt;
+  const auto delay = guard->hedge_delay();
+  if (!delay)
+    return std::nullopt;
+  const auto at = now + *delay;
+  if (at >= st.attempt_started + millis{st.call.work.timeout_ms} || at >= st.call.deadline)
+    return std::nullopt;
+  return delay;
+}
+
 /// Starts one call of the current attempt, holding a bulkhead slot already. Its timeout is what is
 /// left of the attempt's: hedges never outlive the attempt they belong to.
 void launch_call(worker_ptr self, bool retry) {
@@ -187,6 +202,15 @@ void launch_call(worker_ptr self, bool retry) {
   auto me = caf::actor_cast<caf::actor>(self);
   auto answered = st.call.answered;
   auto* stats = st.runtime.stats;
+  // The hedge timer is the call's own transfer timer (downstream_client.hpp): a call that answers
+  // in time costs no timer, message or wake-up for the hedge it did not need.
+  if (const auto delay = hedge_delay(st, now)) {
+    request.slow_after = *delay;
+    request.slow = [me, answered, attempt = st.attempt_no] {
+      if (!answered->load())
+        caf::anon_send(me, hedge_atom::value, attempt);
+    };
+  }
   // Runs on an event loop's thread: count or forward, nothing else.
   auto transfer = st.runtime.client->submit(
       std::move(request), [me, answered, stats, seq](transfer_result&& r) {
@@ -198,27 +222,6 @@ void launch_call(worker_ptr self, bool retry) {
   st.calls.push_back(running_call{seq, transfer, now, std::move(span)});
 }
 
-/// After the hedge delay the attempt gets one more call, while it and the request still run.
-void schedule_hedge(worker_ptr self) {
-  auto& st = self->state;
-  const auto* guard = st.call.guard;
-  if (!guard || !guard->hedge || st.attempt_calls > guard->hedge->max)
-    return;
-  const auto delay = guard->hedge_delay();
-  if (!delay)
-    return; // a percentile hedge before 20 ok calls
-  const auto at = clock::now() + *delay;
-  if (at >= st.attempt_started + millis{st.call.work.timeout_ms} || at >= st.call.deadline)
-    return; // it would start after its attempt or its request ended
-  const auto loop = st.runtime.loops ? st.runtime.loops->current() : std::nullopt;
-  if (!loop)
-    return self->delayed_send(self, *delay, hedge_atom::value, st.attempt_no);
-  st.hedge_timer.arm(st.runtime.loops->loop(*loop), *delay,
-                     [me = caf::actor_cast<caf::weak_actor_ptr>(self), attempt = st.attempt_no] {
-                       if (auto alive = me.lock())
-                         caf::anon_send(caf::actor_cast<caf::actor>(alive), hedge_atom::value, attempt);
-                     });
-}
 
 void start_attempt(worker_ptr self) {
   auto& st = self->state;
@@ -230,7 +233,6 @@ void start_attempt(worker_ptr self) {
   if (!retry && st.call.guard)
     st.call.guard->budget.first_attempt(st.attempt_started);
   launch_call(self, retry);
-  schedule_hedge(self);
 }
 
 void on_hedge(worker_ptr self, std::uint32_t attempt) {
@@ -248,13 +250,11 @@ void on_hedge(worker_ptr self, std::uint32_t attempt) {
   }
   ++st.hedges;
   launch_call(self, false);
-  schedule_hedge(self);
 }
 
 /// Cancels the attempt's other calls: their connections close, their answers never come.
 void cancel_calls(worker_ptr self) {
   auto& st = self->state;
-  st.hedge_timer.cancel();
   for (auto& call : st.calls) {
     st.runtime.client->cancel(call.transfer);
     call.span.cancel();
@@ -438,7 +438,6 @@ void call_ended(worker_ptr self, std::uint32_t seq, transfer_result&& result) {
   }
   if (!st.calls.empty())
     return; // another call of this attempt may still succeed
-  st.hedge_timer.cancel();
   circuit_record(self, true);
   retry_or_finish(self, retryable, std::move(outcome));
 }

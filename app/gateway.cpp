@@ -125,7 +125,7 @@ struct gateway::impl {
                // counters, serving, guards and the deadline header: each request's generation's
                // (request_dispatch::make_job)
                section_runtime{&client, &stats, nullptr, &inflight, &cache, nodes.get(),
-                               cfg.max_response_bytes, nullptr, nullptr, &loops, spans.get()}),
+                               cfg.max_response_bytes, nullptr, nullptr, spans.get()}),
       server(serving, stats, loops, dispatch) {
   }
 };

@@ -201,17 +201,37 @@ public:
     t->request_bytes += request.body;
     running_.emplace(id, t);
     // At least 1 ms; the one timer bounds connect, send and a trickling body together.
-    t->timer.expires_after(std::max(request.timeout, std::chrono::milliseconds{1}));
-    t->timer.async_wait([this, t](const error_code& ec) {
-      if (!ec && !t->finished)
-        fail(*t, transfer_error::timeout, "the transfer's timeout passed");
-    });
+    const auto timeout = std::chrono::microseconds{std::max(request.timeout, std::chrono::milliseconds{1})};
+    if (request.slow && request.slow_after.count() > 0 && request.slow_after < timeout)
+      arm_slow(t, request.slow_after, timeout - request.slow_after, std::move(request.slow));
+    else
+      arm_timeout(t, timeout);
     if (auto idle = take_idle(t->where.key)) {
       t->conn = std::move(idle);
       t->reused = true;
       return send(t);
     }
     connect(t);
+  }
+
+  void arm_timeout(const std::shared_ptr<transfer>& t, std::chrono::microseconds after) {
+    t->timer.expires_after(after);
+    t->timer.async_wait([this, t](const error_code& ec) {
+      if (!ec && !t->finished)
+        fail(*t, transfer_error::timeout, "the transfer's timeout passed");
+    });
+  }
+
+  /// The timer first marks the slow point, then the rest of the timeout.
+  void arm_slow(const std::shared_ptr<transfer>& t, std::chrono::microseconds after,
+                std::chrono::microseconds rest, std::function<void()> slow) {
+    t->timer.expires_after(after);
+    t->timer.async_wait([this, t, rest, slow = std::move(slow)](const error_code& ec) {
+      if (ec || t->finished)
+        return;
+      arm_timeout(t, rest);
+      slow();
+    });
   }
 
   void abandon(std::uint64_t id) {

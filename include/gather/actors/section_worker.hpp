@@ -13,7 +13,6 @@
 
 #include "gather/config/config.hpp"
 #include "gather/downstream/downstream_client.hpp"
-#include "gather/runtime/loop_timer.hpp"
 #include "gather/tracing/call_span.hpp"
 #include "gather/values/gateway_stats.hpp"
 #include "gather/values/inbound_request.hpp"
@@ -27,7 +26,6 @@ class inflight_registry;
 class section_cache;
 class cluster;
 class section_guards;
-class io_loops;
 struct section_guard;
 class span_exporter;
 struct serving_config;
@@ -43,7 +41,6 @@ struct section_runtime {
   std::size_t max_response_bytes = 8 * 1024 * 1024; ///< `serving`'s
   section_guards* guards = nullptr;  ///< null on a cluster node (the gateway guards its calls)
   const std::string* deadline_header = nullptr; ///< the config's; null or empty: none
-  io_loops* loops = nullptr;         ///< where hedge timers run; null: CAF's delayed_send
   span_exporter* spans = nullptr;    ///< null without tracing, and on a cluster node
   /// The configuration generation the request began on (null on a cluster node): every actor of
   /// the request holds it, so its routes and `counters` outlive the request's last actor.
@@ -103,7 +100,6 @@ struct section_worker_state {
   bool probe = false;               ///< this section is its circuit's half-open probe
   bool remote_slot = false;         ///< holds a bulkhead slot for work running on a node
   std::int32_t hedges = 0;
-  loop_timer hedge_timer;           ///< the current attempt's next hedge
   std::string not_made;
   std::int32_t attempts = 0;
   steady_time started;

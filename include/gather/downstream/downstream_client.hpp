@@ -21,6 +21,11 @@ struct transfer_request {
   std::vector<std::string> headers; ///< "Name: value" lines
   std::chrono::milliseconds timeout{1000}; ///< whole transfer: connect, send, receive
   std::size_t max_body_bytes = 8 * 1024 * 1024;
+  /// When no answer is complete after `slow_after` (0: never; only if shorter than `timeout`),
+  /// `slow` runs once on the loop and the transfer goes on: what a hedge waits for. It rides on the
+  /// transfer's own timer, so a call that answers in time costs no extra timer or wake-up.
+  std::chrono::microseconds slow_after{0};
+  std::function<void()> slow;
   std::string method = "GET";
   std::string body = {}; ///< with a Content-Length (any body, any method but GET); Content-Type in headers
 };
