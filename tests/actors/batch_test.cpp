@@ -9,6 +9,7 @@
 #include <set>
 #include <string>
 
+#include "support/test_helpers.hpp"
 #include "support/gateway_fixture.hpp"
 #include "support/test_server.hpp"
 
@@ -30,10 +31,6 @@ json batch(const std::string& url, json extra = json::object()) {
 
 json items_body(json items) { return json{{"items", std::move(items)}}; }
 
-json body_of(const httplib::Result& r) {
-  REQUIRE(r);
-  return json::parse(r->body);
-}
 
 /// Calls per downstream path, for handlers running on the test server's threads.
 class call_log {

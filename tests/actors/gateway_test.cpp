@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "gather/downstream/downstream_client.hpp"
+#include "support/test_helpers.hpp"
 #include "support/gateway_fixture.hpp"
 #include "support/test_server.hpp"
 
@@ -18,22 +19,6 @@ using nlohmann::json;
 using std::chrono::milliseconds;
 using clock_type = std::chrono::steady_clock;
 
-namespace {
-
-
-
-json optional_section(const std::string& name, const std::string& url, int timeout_ms,
-                      json extra = json::object()) {
-  extra["fallback"] = extra.contains("fallback") ? extra["fallback"] : json{{"fallback", true}};
-  return section(name, url, timeout_ms, extra);
-}
-
-json body_of(const httplib::Result& r) {
-  REQUIRE(r);
-  return json::parse(r->body);
-}
-
-} // namespace
 
 TEST_CASE("sections run in parallel: three 300 ms sections answer in well under 900 ms", "[gateway]") {
   test_server down;

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "gather/downstream/downstream_client.hpp"
+#include "support/test_helpers.hpp"
 #include "support/child_process.hpp"
 #include "support/test_server.hpp"
 
@@ -23,11 +24,6 @@ namespace {
 
 const std::string binary = GATHER_BINARY;
 
-int port_of(const std::string& listening_line) {
-  std::smatch m;
-  REQUIRE(std::regex_search(listening_line, m, std::regex{R"(listening on http://127\.0\.0\.1:(\d+))"}));
-  return std::stoi(m[1]);
-}
 
 json valid_config() {
   return {{"listen", "127.0.0.1:0"},

@@ -19,6 +19,7 @@
 #include <httplib.h>
 #include <nlohmann/json.hpp>
 
+#include "support/test_helpers.hpp"
 #include "support/child_process.hpp"
 #include "support/test_server.hpp"
 
@@ -29,11 +30,6 @@ namespace {
 
 const std::string binary = GATHER_BINARY;
 
-int port_of(const std::string& listening_line) {
-  std::smatch m;
-  REQUIRE(std::regex_search(listening_line, m, std::regex{R"(listening on http://127\.0\.0\.1:(\d+))"}));
-  return std::stoi(m[1]);
-}
 
 /// Runs `what` however the test leaves the scope (a failed REQUIRE throws past joinable threads).
 struct scope_exit {

@@ -32,6 +32,7 @@
 #include <nlohmann/json.hpp>
 
 #include "gather/config/config.hpp"
+#include "support/test_helpers.hpp"
 #include "support/child_process.hpp"
 #include "support/gateway_fixture.hpp"
 #include "support/raw_client.hpp"
@@ -129,11 +130,6 @@ std::string read_until_closed(int fd, milliseconds limit, bool& closed) {
   }
 }
 
-int port_of(const std::string& listening_line) {
-  std::smatch m;
-  REQUIRE(std::regex_search(listening_line, m, std::regex{R"(listening on https?://127\.0\.0\.1:(\d+))"}));
-  return std::stoi(m[1]);
-}
 
 /// `gather serve` on a config, with the port it printed.
 struct gather_process {

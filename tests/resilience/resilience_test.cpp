@@ -9,6 +9,7 @@
 #include <thread>
 #include <vector>
 
+#include "support/test_helpers.hpp"
 #include "support/gateway_fixture.hpp"
 #include "support/test_server.hpp"
 
@@ -19,16 +20,7 @@ using clock_type = std::chrono::steady_clock;
 
 namespace {
 
-json optional_section(const std::string& name, const std::string& url, int timeout_ms,
-                      json extra = json::object()) {
-  extra["fallback"] = json{{"fallback", true}};
-  return section(name, url, timeout_ms, extra);
-}
 
-json body_of(const httplib::Result& r) {
-  REQUIRE(r);
-  return json::parse(r->body);
-}
 
 /// One sample of /metrics, `series` written exactly as exposed (name{labels}); -1 when absent.
 double metric(const running_gateway& gw, const std::string& series) {
