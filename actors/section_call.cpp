@@ -17,7 +17,7 @@ section_call make_section_call(const section_config& section, std::size_t route,
   work.url = std::move(url);
   work.headers = downstream_headers(section.forward_headers, in);
   if (runtime.deadline_header && !runtime.deadline_header->empty()) {
-    // The gateway's own value replaces a forwarded one of the same name (CONTRACT §9).
+    // The gateway's own value replaces a forwarded one of the same name (docs/resilience.md).
     work.deadline_header = *runtime.deadline_header;
     drop_header(work.headers, work.deadline_header);
   }

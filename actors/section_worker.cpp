@@ -119,7 +119,7 @@ void count_attempt(worker_ptr self, bool retry) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// The guard (CONTRACT §9): bulkhead, circuit, retry budget. Each check is an atomic or two on the
+// The guard (docs/resilience.md): bulkhead, circuit, retry budget. Each check is an atomic or two on the
 // route section's shared guard; none sends a message.
 
 void circuit_moved(worker_ptr self, circuit_breaker::state to) {
@@ -463,7 +463,7 @@ void look_up(worker_ptr self) {
           case cache_answer::kind::joined:
             count_cache(self, cache_event::coalesced);
             outcome.status = answer.status;
-            outcome.attempts = answer.attempts; // the shared call's, as CONTRACT §3 asks
+            outcome.attempts = answer.attempts; // the shared call's, as docs/cache.md says
             outcome.last_http = answer.last_http;
             outcome.detail = "joined another request's call";
             if (answer.status == section_status::ok)

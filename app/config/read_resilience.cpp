@@ -1,4 +1,4 @@
-// Reading the resilience keys (CONTRACT §9): a section's hedge, max_concurrent and circuit, and the
+// Reading the resilience keys (docs/resilience.md): a section's hedge, max_concurrent and circuit, and the
 // top-level retry_budget and deadline_header.
 
 #include "gather/config/config_reader.hpp"

@@ -46,7 +46,7 @@ std::optional<tracing_config> read_tracing(const object_reader& top) {
     tracing->read_number("sample_ratio", 0, 1, out->sample_ratio);
     tracing->read_integer("max_queue_spans", 1, 10000000, out->max_queue_spans);
     tracing->read_integer("max_batch_spans", 1, 100000, out->max_batch_spans);
-    // At most 2 s: CONTRACT §10 promises an export at least every 2 s.
+    // At most 2 s: docs/operations.md promises an export at least every 2 s.
     tracing->read_millis("export_interval_ms", 1, 2000, out->export_interval);
     tracing->read_millis("export_timeout_ms", 1, max_timeout_ms, out->export_timeout);
   }

@@ -242,7 +242,7 @@ std::string metrics::exposition(const process_figures& process) const {
                r->section_labels[s] + ",event=\"" + cache_event_names[e] + "\"",
                r->sections[s]->cache[e].load(std::memory_order_relaxed));
 
-  // CONTRACT §9: hedges, rejections, the retry budget and circuits, for every section.
+  // docs/resilience.md: hedges, rejections, the retry budget and circuits, for every section.
   header(out, "gather_hedges_total", "counter",
          "Attempts with hedge calls that ended ok: won by a hedge call, or by the first call (lost).");
   for (const auto& r : all)

@@ -1,4 +1,4 @@
-// SIGHUP reloads of `gather serve` (CONTRACT §10), on the real binary against loopback downstreams.
+// SIGHUP reloads of `gather serve` (docs/operations.md), on the real binary against loopback downstreams.
 // Every wait is on something observable: gather_config_reloads_total in /metrics, a downstream's
 // call count, a log line; never a sleep.
 #include <catch2/catch.hpp>

@@ -1,4 +1,4 @@
-// The resilience keys (CONTRACT §9) as `gather check` reads them: defaults, values, and one
+// The resilience keys (docs/resilience.md) as `gather check` reads them: defaults, values, and one
 // problem per mistake under its JSON path.
 #include <catch2/catch.hpp>
 

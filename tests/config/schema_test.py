@@ -40,7 +40,7 @@ import unittest
 import jsonschema
 
 # ------------------------------------------------------------------------------------------------
-# PENDING: keys the schema describes (CONTRACT §9 resilience, §10 tracing) that this binary does not
+# PENDING: keys the schema describes (docs/resilience.md, docs/operations.md "Tracing") that this binary does not
 # read yet. Their cases run against the schema only, and they are stripped from examples before
 # the binary checks them. test_pending_keys_are_still_unknown_to_the_binary fails as soon as the
 # binary accepts one of them: then delete it here, and its cases run against the binary too: every

@@ -1,4 +1,4 @@
-// CONTRACT §9 end to end: hedges, bulkheads, circuits, the retry budget and the deadline header,
+// docs/resilience.md end to end: hedges, bulkheads, circuits, the retry budget and the deadline header,
 // on real loopback downstreams and a real gateway. Timing margins are ones a loaded 2-core machine
 // keeps: "well before the timeout", never "within 5 ms".
 #include <catch2/catch.hpp>

@@ -568,7 +568,7 @@ function sectionTable(r) {
   return el("table", {"class": "sections"}, cols, el("thead", {}, el("tr", {}, ...groups), head), el("tbody", {}, ...rows));
 }
 
-// Hedges won of the attempts that had hedge calls (CONTRACT §9: won + lost).
+// Hedges won of the attempts that had hedge calls (docs/resilience.md: won + lost).
 function resilienceCells(s, L) {
   const won = s.hedges ? s.hedges.won : null, all = s.hedges ? s.hedges.won + s.hedges.lost : null;
   return el("td", {"class": "small", title: "attempts with hedge calls that ended ok: won by a hedge / all"},

@@ -55,7 +55,7 @@ struct retry_policy {
   double multiplier = 2.0;
 };
 
-/// `hedge` (CONTRACT §9): when an attempt has not answered after the delay, one more identical call.
+/// `hedge` (docs/resilience.md): when an attempt has not answered after the delay, one more identical call.
 struct hedge_policy {
   std::optional<millis> after;       ///< a fixed delay, or
   std::optional<double> percentile;  ///< the section's measured P-th percentile of ok latency
@@ -63,7 +63,7 @@ struct hedge_policy {
   int max = 1;                       ///< extra calls per attempt, 1..3
 };
 
-/// `circuit` (CONTRACT §9): opens when too many of the recent calls failed.
+/// `circuit` (docs/resilience.md): opens when too many of the recent calls failed.
 struct circuit_policy {
   double failure_ratio = 1.0; ///< (0, 1]
   std::size_t min_calls = 20;
@@ -71,7 +71,7 @@ struct circuit_policy {
   millis open{5000};
 };
 
-/// `retry_budget` (CONTRACT §9): per downstream host:port, retries and hedges over 10 s may be at
+/// `retry_budget` (docs/resilience.md): per downstream host:port, retries and hedges over 10 s may be at
 /// most ratio × first attempts + min_per_s × 10.
 struct retry_budget_policy {
   double ratio = 0.2;

@@ -41,7 +41,7 @@ private:
 };
 
 enum class cache_event : std::uint8_t { hit, miss, coalesced, stale };
-/// Why a section was `rejected` with no call made (CONTRACT §9).
+/// Why a section was `rejected` with no call made (docs/resilience.md).
 enum class reject_reason : std::uint8_t { max_concurrent, circuit_open };
 
 /// Figures that are not per route: read from their owners when a scrape happens.

@@ -1,4 +1,4 @@
-// A circuit breaker per route section (CONTRACT §9 `circuit`).
+// A circuit breaker per route section (docs/resilience.md, `circuit`).
 //
 //   closed --(>= min_calls ended in window_ms, failure share >= failure_ratio)--> open
 //   open --(open_ms passed; the next request's section is the probe)--> half_open

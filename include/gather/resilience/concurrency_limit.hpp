@@ -1,4 +1,4 @@
-// A bulkhead (CONTRACT §9 `max_concurrent`): at most N calls of one route's section in flight,
+// A bulkhead (docs/resilience.md, `max_concurrent`): at most N calls of one route's section in flight,
 // across all requests. One atomic; a call over the limit is refused at once, never queued.
 #pragma once
 

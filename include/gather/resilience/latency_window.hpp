@@ -1,4 +1,4 @@
-// A section's recent `ok` call latencies, for hedging at a measured percentile (CONTRACT §9).
+// A section's recent `ok` call latencies, for hedging at a measured percentile (docs/resilience.md).
 //
 // A fixed ring of the last 1,000 latencies in atomics: recording is two relaxed stores, so calls on
 // any event loop record without a lock. The percentile is recomputed (an nth_element over a copy of

@@ -1,4 +1,4 @@
-// The retry budget of one downstream host:port (CONTRACT §9 `retry_budget`): over the last 10 s,
+// The retry budget of one downstream host:port (docs/resilience.md, `retry_budget`): over the last 10 s,
 // retries and hedges started may be at most ratio × first attempts started + min_per_s × 10.
 // Shared by every section and batch route that calls that host:port, which is what keeps retries
 // and hedges from multiplying the load on a downstream that is already failing.

@@ -1,4 +1,4 @@
-// What stands between one route's section and its downstream (CONTRACT §9): the bulkhead, the
+// What stands between one route's section and its downstream (docs/resilience.md): the bulkhead, the
 // circuit breaker, the latency window hedges read, and the retry budget of the host:port it calls.
 // One per route section, shared by every request; built once from the config (section_guards).
 #pragma once
