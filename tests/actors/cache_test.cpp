@@ -205,5 +205,6 @@ TEST_CASE("each cache shard reports its mailbox: waiting messages while busy, 0 
   }, milliseconds{10000}));
   INFO("peak " << peak);
   CHECK(peak > 0);
-  CHECK(peak < 20000);
+  // All 20,000 may be queued before the shard runs once (a loaded machine): never more.
+  CHECK(peak <= 20000);
 }
