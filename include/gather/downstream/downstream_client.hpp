@@ -25,7 +25,7 @@ struct transfer_request {
   /// `slow` runs once on the loop and the transfer goes on: what a hedge waits for. It rides on the
   /// transfer's own timer, so a call that answers in time costs no extra timer or wake-up.
   std::chrono::microseconds slow_after{0};
-  std::function<void()> slow;
+  std::function<void()> slow{};
   std::string method = "GET";
   std::string body = {}; ///< with a Content-Length (any body, any method but GET); Content-Type in headers
 };
