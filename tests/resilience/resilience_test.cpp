@@ -276,7 +276,7 @@ TEST_CASE("the retry budget also bounds hedges", "[resilience]") {
   CHECK(metric(gw, "gather_retry_budget_denied_total" + labels("/p", "s")) == 1);
 }
 
-TEST_CASE("the deadline header: never above the call's timeout or the time left; an inbound one shortens the deadline",
+TEST_CASE("the deadline header: never above the call's timeout or the time left, and an inbound one shortens the deadline",
           "[resilience]") {
   std::mutex mutex;
   std::vector<std::string> seen;

@@ -203,7 +203,7 @@ TEST_CASE("tracing: an inbound trace gets a SERVER span and one CLIENT span per 
   CHECK(header_ids == client_ids);
 }
 
-TEST_CASE("tracing: a hedge call has a CLIENT span of its own; the cancelled loser says so", "[tracing]") {
+TEST_CASE("tracing: a hedge call has a CLIENT span of its own, and the cancelled loser says so", "[tracing]") {
   otlp_receiver receiver;
   seen_headers seen;
   test_server down;
