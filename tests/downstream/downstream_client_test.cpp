@@ -135,6 +135,54 @@ TEST_CASE("a server that never answers ends as timeout at the timeout", "[client
   CHECK(took < 1000);
 }
 
+TEST_CASE("slow_after: a call still unanswered runs `slow` once and goes on; one that answers in time never does",
+          "[client]") {
+  test_server server;
+  server.get("/late", [&server](const httplib::Request&, httplib::Response& res) {
+    server.delay(300ms);
+    res.set_content("late", "text/plain");
+  });
+  server.get("/fast", [](const httplib::Request&, httplib::Response& res) { res.set_content("fast", "text/plain"); });
+  server.start();
+  downstream_client client;
+  std::atomic<int> slow_calls{0};
+  std::atomic<long> slow_at{0};
+
+  const auto start = steady::now();
+  auto late = request_for(server.base_url() + "/late", 2s);
+  late.slow_after = 50ms;
+  late.slow = [&] {
+    slow_at = elapsed_ms(start);
+    ++slow_calls;
+  };
+  const transfer_result r = fetch(client, std::move(late));
+  CHECK(r.error == transfer_error::none); // the transfer went on to its answer
+  CHECK(r.body == "late");
+  CHECK(slow_calls == 1);
+  CHECK(slow_at >= 45);
+  CHECK(slow_at < 280);
+
+  auto fast = request_for(server.base_url() + "/fast", 2s);
+  fast.slow_after = 200ms;
+  fast.slow = [&] { ++slow_calls; };
+  CHECK(fetch(client, std::move(fast)).body == "fast");
+  // The timer that would have run it was the transfer's own, cancelled with the answer: a
+  // transfer that outlives 200 ms after this one ended shows it did not fire.
+  CHECK(fetch(client, request_for(server.base_url() + "/late", 2s)).body == "late");
+  CHECK(slow_calls == 1);
+
+  // Past slow_after the timeout still holds, counted from the start.
+  silent_server silent;
+  auto hung = request_for(silent.base_url() + "/x", 300ms);
+  hung.slow_after = 100ms;
+  hung.slow = [&] { ++slow_calls; };
+  const auto hung_start = steady::now();
+  CHECK(fetch(client, std::move(hung)).error == transfer_error::timeout);
+  CHECK(elapsed_ms(hung_start) >= 290);
+  CHECK(elapsed_ms(hung_start) < 1000);
+  CHECK(slow_calls == 2);
+}
+
 TEST_CASE("a trickling body is cut at the timeout", "[client]") {
   test_server server;
   server.get("/trickle", [&server](const httplib::Request&, httplib::Response& res) {

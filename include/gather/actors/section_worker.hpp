@@ -44,7 +44,7 @@ struct section_runtime {
   span_exporter* spans = nullptr;    ///< null without tracing, and on a cluster node
   /// The configuration generation the request began on (null on a cluster node): every actor of
   /// the request holds it, so its routes and `counters` outlive the request's last actor.
-  std::shared_ptr<const serving_config> serving;
+  std::shared_ptr<const serving_config> serving{};
 };
 
 /// One section of one request, resolved: what to call, plus what only this process needs.
