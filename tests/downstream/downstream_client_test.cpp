@@ -135,7 +135,7 @@ TEST_CASE("a server that never answers ends as timeout at the timeout", "[client
   CHECK(took < 1000);
 }
 
-TEST_CASE("slow_after: a call still unanswered runs `slow` once and goes on; one that answers in time never does",
+TEST_CASE("slow_after: a call still unanswered runs `slow` once and goes on, and one that answers in time never does",
           "[client]") {
   test_server server;
   server.get("/late", [&server](const httplib::Request&, httplib::Response& res) {
