@@ -12,6 +12,14 @@ constexpr std::size_t status_count = 5;  // section_status values
 constexpr std::size_t source_count = 4;  // data_source values
 constexpr std::size_t cache_event_count = 4;
 const char* const cache_event_names[cache_event_count] = {"hit", "miss", "coalesced", "stale"};
+const char* const hedge_results[2] = {"won", "lost"};
+const char* const reject_reasons[2] = {"max_concurrent", "circuit_open"}; ///< by reject_reason
+const char* const circuit_targets[3] = {"open", "half_open", "closed"};  ///< transitions' slots
+
+/// `labels` plus one more label: `,key="value"` (the values here need no escaping).
+std::string with_label(const std::string& labels, const char* key, const char* value) {
+  return labels + "," + key + "=\"" + value + "\"";
+}
 
 void add(std::atomic<std::uint64_t>& counter, std::uint64_t n = 1) {
   counter.fetch_add(n, std::memory_order_relaxed);
@@ -248,14 +256,13 @@ std::string metrics::exposition(const process_figures& process) const {
   for (const auto& r : all)
     for (std::size_t s = 0; s < r->sections.size(); ++s)
       for (std::size_t w = 0; w < 2; ++w)
-        sample(out, "gather_hedges_total", r->section_labels[s] + (w == 0 ? ",result=\"won\"" : ",result=\"lost\""),
+        sample(out, "gather_hedges_total", with_label(r->section_labels[s], "result", hedge_results[w]),
                r->sections[s]->hedges[w].load(std::memory_order_relaxed));
   header(out, "gather_rejected_total", "counter", "Sections ended rejected with no call made, by reason.");
   for (const auto& r : all)
     for (std::size_t s = 0; s < r->sections.size(); ++s)
       for (std::size_t w = 0; w < 2; ++w)
-        sample(out, "gather_rejected_total",
-               r->section_labels[s] + (w == 0 ? ",reason=\"max_concurrent\"" : ",reason=\"circuit_open\""),
+        sample(out, "gather_rejected_total", with_label(r->section_labels[s], "reason", reject_reasons[w]),
                r->sections[s]->rejected[w].load(std::memory_order_relaxed));
   header(out, "gather_retry_budget_denied_total", "counter",
          "Retries and hedges not made because the downstream's retry budget was spent.");
@@ -272,8 +279,7 @@ std::string metrics::exposition(const process_figures& process) const {
   for (const auto& r : all)
     for (std::size_t s = 0; s < r->sections.size(); ++s)
       for (std::size_t t = 0; t < 3; ++t)
-        sample(out, "gather_circuit_transitions_total",
-               r->section_labels[s] + (t == 0 ? ",to=\"open\"" : t == 1 ? ",to=\"half_open\"" : ",to=\"closed\""),
+        sample(out, "gather_circuit_transitions_total", with_label(r->section_labels[s], "to", circuit_targets[t]),
                r->sections[s]->transitions[t].load(std::memory_order_relaxed));
 
   header(out, "gather_inflight_requests", "gauge", "Requests admitted and not yet answered.");
