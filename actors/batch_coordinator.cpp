@@ -15,6 +15,8 @@
 // answer once every call has ended or the deadline passes (calls still running, or in backoff,
 // become `timeout` with the attempts they started; calls never started `timeout` with 0); quit.
 // The state's destructor cancels every transfer still in flight, however the actor ends.
+// A progressive answer (job.format ndjson) opens at once, sends each row's event as its call
+// ends (rows sharing a call, together) and ends with the counts.
 //
 // No actor per item: a batch call needs no coordination of its own, so one actor drives them all
 // through downstream_client. The window is a counter, cancelling is one loop, and 1000 items cost
@@ -29,6 +31,7 @@
 
 #include "gather/values/atoms.hpp"
 #include "gather/answer/batch_response.hpp"
+#include "gather/answer/progressive_answer.hpp"
 #include "gather/downstream/downstream_answer.hpp"
 #include "gather/downstream/downstream_request.hpp"
 #include "gather/actors/messages.hpp"
@@ -53,10 +56,48 @@ const batch_config& batch_of(const batch_coordinator_state& st) {
   return *st.job->route->batch;
 }
 
+/// A progressive answer: call `c` has ended, each row it serves is one event.
+void send_rows(batch_ptr self, std::size_t c) {
+  auto& st = self->state;
+  if (!st.opened)
+    return;
+  const auto& job = *st.job;
+  for (auto row : st.rows_of_call[c])
+    job.reply->write(batch_row_event(job.format, row, job.plan.rows[row], st.outcomes[c]));
+}
+
+/// A progressive answer's head leaves at once: a batch has no required part to wait for.
+void open_stream(batch_ptr self) {
+  auto& st = self->state;
+  const auto& job = *st.job;
+  if (job.format == answer_format::json || !job.reply->claim())
+    return;
+  st.opened = true;
+  st.rows_of_call.resize(job.plan.urls.size());
+  for (std::size_t row = 0; row < job.plan.call_of_row.size(); ++row)
+    st.rows_of_call[job.plan.call_of_row[row]].push_back(row);
+  http_reply head;
+  head.content_type = media_type(job.format);
+  job.runtime.counters->streamed(job.route_index, job.format);
+  job.reply->open(std::move(head));
+}
+
 void answer(batch_ptr self) {
   auto& st = self->state;
   const auto& job = *st.job;
   st.answered->store(true);
+  if (st.opened) {
+    job.runtime.counters->request_done(job.route_index, 200,
+                                       std::chrono::duration_cast<std::chrono::microseconds>(
+                                         clock::now() - job.inbound.arrived));
+    log_batch_request(job.inbound, job.route->path, 200, ms_since(job.inbound.arrived), job.plan,
+                      st.outcomes);
+    job.reply->end(batch_done_event(job.format, count_rows(job.plan, st.outcomes), job.plan.rows.size()));
+    finish_server_span(job.runtime.spans, job.inbound.trace, "POST", job.route->path, 200,
+                       degraded(200, st.outcomes));
+    self->quit();
+    return;
+  }
   if (!job.reply->claim()) { // the front gave up first (client gone, hard limit): its line
     self->quit();
     return;
@@ -118,6 +159,7 @@ void finish(batch_ptr self, std::size_t c, section_outcome outcome) {
   st.outcomes[c] = std::move(outcome);
   st.phases[c] = phase::done;
   --st.running;
+  send_rows(self, c);
   if (--st.open == 0)
     return answer(self);
   fill_window(self);
@@ -164,6 +206,7 @@ void on_deadline(batch_ptr self) {
     outcome.ms = started ? ms_since(st.started[c]) : 0;
     outcome.detail = started ? "deadline passed" : "deadline passed before it started";
     st.phases[c] = phase::done;
+    send_rows(self, c);
   }
   answer(self);
 }
@@ -200,6 +243,22 @@ caf::behavior batch_coordinator(caf::stateful_actor<batch_coordinator_state>* se
   st.transfers.assign(calls, 0);
   st.spans.resize(calls);
   st.open = calls;
+  open_stream(self);
+  if (st.opened) // stopped by the front mid-answer: the client hung up; counted and logged as 499
+    self->set_exit_handler([self](caf::exit_msg& msg) {
+      auto& st = self->state;
+      if (!st.answered->exchange(true)) {
+        const auto& job = *st.job;
+        job.runtime.stats->client_gone.fetch_add(1, std::memory_order_relaxed);
+        job.runtime.counters->request_done(job.route_index, 499,
+                                           std::chrono::duration_cast<std::chrono::microseconds>(
+                                             clock::now() - job.inbound.arrived));
+        log_batch_request(job.inbound, job.route->path, 499, ms_since(job.inbound.arrived), job.plan,
+                          st.outcomes);
+        finish_server_span(job.runtime.spans, job.inbound.trace, "POST", job.route->path, 499, false);
+      }
+      self->quit(msg.reason);
+    });
   if (calls == 0)
     answer(self); // an empty batch: nothing to wait for
   else

@@ -16,6 +16,11 @@
 // `timeout`, waiting ones `skipped`); then quit. Workers monitor the coordinator, so its exit
 // cancels their downstream calls; a reply arriving later lands on a dead mailbox.
 //
+// A progressive answer (job.format ndjson or sse) lives the same life; each section's event is
+// made the moment the section ends (progressive_answer) and sent through the sink, the head first
+// once every required section has ended ok; the last event replaces the whole answer. A client
+// that hangs up mid-answer makes the front stop the coordinator: its exit handler logs the 499.
+//
 // Why `then` and not `await`: in CAF 0.17 an `await` holds back every other message, the deadline
 // included, until its reply comes (docs/actors.md). Why the deadline comes from the front: the
 // connection's timer is on an event loop that is awake anyway, where CAF's delayed_send is an entry
@@ -57,22 +62,70 @@ void count(const aggregate_job& job, int status, const std::vector<section_outco
 
 void finish(coordinator_state& st, std::size_t i, section_outcome outcome);
 section_outcome skipped(std::string why);
+void hung_up(coordinator_ptr self);
 
-void answer(coordinator_ptr self) {
-  auto& st = self->state;
-  const auto& job = *st.job;
-  st.answered->store(true);
-  // A required section failed first: what is still open is cancelled, and says so in the log and
-  // the metrics (not a 0 ms "skipped" that never ran).
+/// Marks every section still open as ended `why` (with the attempts it started), so the log and the
+/// metrics show it cancelled, not as a 0 ms "skipped" that never ran.
+void cancel_open(coordinator_state& st, const char* why) {
   for (std::size_t i = 0; i < st.phases.size(); ++i) {
     if (st.phases[i] == phase::done)
       continue;
-    auto outcome = skipped("cancelled: a required section failed first");
+    auto outcome = skipped(why);
     if (st.phases[i] == phase::running) {
       outcome.attempts = st.outcomes[i].attempts;
       outcome.ms = ms_since(st.started[i]);
     }
     finish(st, i, std::move(outcome));
+  }
+}
+
+/// Every required section has ended ok: a progressive answer's head may leave.
+bool required_ok(const coordinator_state& st) {
+  const auto& sections = st.job->route->sections;
+  for (std::size_t i = 0; i < sections.size(); ++i)
+    if (sections[i].required && (st.phases[i] != phase::done || st.outcomes[i].status != section_status::ok))
+      return false;
+  return true;
+}
+
+/// A progressive answer: sends the events made so far, opening the answer first once every
+/// required section has ended ok (before that, a required failure must still be able to answer
+/// with the ordinary error).
+void send_events(coordinator_ptr self) {
+  auto& st = self->state;
+  const auto& job = *st.job;
+  if (!st.opened) {
+    if (!required_ok(st) || !job.reply->claim())
+      return;
+    st.opened = true;
+    http_reply head;
+    head.content_type = media_type(job.format);
+    job.runtime.counters->streamed(job.route_index, job.format);
+    job.reply->open(std::move(head));
+  }
+  for (auto& event : st.pending)
+    job.reply->write(std::move(event));
+  st.pending.clear();
+}
+
+void answer(coordinator_ptr self) {
+  auto& st = self->state;
+  const auto& job = *st.job;
+  st.answered->store(true);
+  // A required section failed first: what is still open is cancelled.
+  cancel_open(st, "cancelled: a required section failed first");
+  if (st.stream) {
+    send_events(self);
+    if (st.opened) { // the last line; the request is counted and logged as the 200 it is
+      count(job, 200, st.outcomes);
+      log_request(job.inbound, job.route->path, 200, ms_since(job.inbound.arrived),
+                  job.route->sections, st.outcomes);
+      job.reply->end(st.stream->done(st.outcomes, job.inbound.request_id));
+      finish_server_span(job.runtime.spans, job.inbound.trace, "GET", job.route->path, 200,
+                         degraded(200, st.outcomes));
+      self->quit();
+      return;
+    }
   }
   if (!job.reply->claim()) { // the front gave up first (client gone, hard limit): its line
     self->quit();
@@ -87,6 +140,20 @@ void answer(coordinator_ptr self) {
   finish_server_span(job.runtime.spans, job.inbound.trace, "GET", job.route->path, status,
                      degraded(status, st.outcomes));
   self->quit();
+}
+
+/// The client hung up in the middle of a progressive answer (the front stops the coordinator):
+/// what still runs is cancelled, and the request is counted and logged as a 499.
+void hung_up(coordinator_ptr self) {
+  auto& st = self->state;
+  const auto& job = *st.job;
+  st.answered->store(true);
+  cancel_open(st, "cancelled: the client hung up");
+  job.runtime.stats->client_gone.fetch_add(1, std::memory_order_relaxed);
+  count(job, 499, st.outcomes);
+  log_request(job.inbound, job.route->path, 499, ms_since(job.inbound.arrived),
+              job.route->sections, st.outcomes);
+  finish_server_span(job.runtime.spans, job.inbound.trace, "GET", job.route->path, 499, false);
 }
 
 /// The request is decided once every section has ended, or once the first required section in
@@ -113,6 +180,9 @@ void finish(coordinator_state& st, std::size_t i, section_outcome outcome) {
   st.outcomes[i] = std::move(outcome);
   st.inflight->pending[i].store(false, std::memory_order_relaxed);
   --st.open;
+  if (st.stream) // the section's event (and any that waited for its data), in the order they end
+    for (auto& event : st.stream->ended(i, st.outcomes))
+      st.pending.push_back(std::move(event));
 }
 
 section_outcome skipped(std::string why) {
@@ -192,7 +262,9 @@ void advance(coordinator_ptr self) {
     }
   }
   if (decided(st))
-    answer(self);
+    return answer(self);
+  if (st.stream)
+    send_events(self);
 }
 
 void on_outcome(coordinator_ptr self, std::size_t i, section_outcome outcome) {
@@ -243,6 +315,15 @@ caf::behavior coordinator(caf::stateful_actor<coordinator_state>* self,
   st.started.resize(n);
   st.parsed.resize(n);
   st.open = n;
+  if (st.job->format != answer_format::json) {
+    st.stream.emplace(*st.job->route, st.job->format);
+    // Stopped by the front (a client that hung up mid-answer, or gone before it began).
+    self->set_exit_handler([self](caf::exit_msg& msg) {
+      if (self->state.opened && !self->state.answered->load())
+        hung_up(self);
+      self->quit(msg.reason);
+    });
+  }
   advance(self); // the deadline message comes from the front (see aggregate_job)
   return {
     [self](attempt_atom, std::size_t i) { ++self->state.outcomes[i].attempts; },

@@ -35,6 +35,27 @@ std::string fallback_text(const route_config& route, std::size_t i,
 
 } // namespace
 
+std::string section_data_text(const route_config& route, std::size_t i, section_outcome& outcome,
+                              const std::vector<std::string>& data) {
+  if (outcome.status == section_status::ok || outcome.source == data_source::stale)
+    return outcome.data;
+  outcome.source = data_source::fallback;
+  return fallback_text(route, i, data);
+}
+
+std::string degraded_and_warnings(const route_config& route, const std::vector<section_outcome>& outcomes) {
+  std::string warnings = "\"warnings\":[";
+  bool degraded = false;
+  for (std::size_t i = 0; i < outcomes.size(); ++i) {
+    if (outcomes[i].status == section_status::ok)
+      continue;
+    warnings += degraded ? ",\"" : "\"";
+    warnings += route.sections[i].name + "_" + to_string(outcomes[i].status) + "\"";
+    degraded = true;
+  }
+  return std::string("\"degraded\":") + (degraded ? "true," : "false,") + warnings + "]";
+}
+
 http_reply required_section_failure(const section_outcome& outcome, const std::string& section,
                                     const std::string& request_id) {
   if (outcome.status == section_status::timeout)
@@ -52,21 +73,12 @@ http_reply build_aggregate_reply(const route_config& route, std::vector<section_
       return required_section_failure(outcomes[i], route.sections[i].name, request_id);
 
   std::vector<std::string> data_texts(n);
-  for (auto i : route.resolve_order) {
-    auto& outcome = outcomes[i];
-    if (outcome.status == section_status::ok || outcome.source == data_source::stale) {
-      data_texts[i] = outcome.data;
-    } else {
-      outcome.source = data_source::fallback;
-      data_texts[i] = fallback_text(route, i, data_texts);
-    }
-  }
+  for (auto i : route.resolve_order)
+    data_texts[i] = section_data_text(route, i, outcomes[i], data_texts);
 
   // Spliced, not re-serialized: live data is validated JSON as the downstream sent it.
   std::string body = "{\"data\":{";
   std::string sections = "\"sections\":{";
-  std::string warnings = "\"warnings\":[";
-  bool degraded = false;
   for (std::size_t i = 0; i < n; ++i) {
     const auto& name = route.sections[i].name; // [a-z][a-z0-9_]*: needs no escaping
     const auto& outcome = outcomes[i];
@@ -77,18 +89,12 @@ http_reply build_aggregate_reply(const route_config& route, std::vector<section_
     sections += '"' + name + "\":{\"status\":\"" + to_string(outcome.status) + "\",\"source\":\"" +
                 to_string(outcome.source) + "\",\"attempts\":" + std::to_string(outcome.attempts) +
                 ",\"ms\":" + std::to_string(outcome.ms) + "}";
-    if (outcome.status != section_status::ok) {
-      warnings += degraded ? ",\"" : "\"";
-      warnings += name + "_" + to_string(outcome.status) + "\"";
-      degraded = true;
-    }
   }
   body += "},";
   body += sections;
-  body += "},\"degraded\":";
-  body += degraded ? "true," : "false,";
-  body += warnings;
-  body += "]}";
+  body += "},";
+  body += degraded_and_warnings(route, outcomes);
+  body += "}";
   http_reply reply;
   reply.body = std::move(body);
   return reply;

@@ -59,7 +59,7 @@ config read_config(const json& document, problem_list& problems) {
       {"listen", "max_inflight", "max_body_bytes", "max_response_bytes", "cache_max_entries",
        "cache_max_bytes", "routes", "cluster", "io_threads", "max_connections",
        "max_request_line_bytes", "max_header_bytes", "max_headers", "request_timeout_ms",
-       "keep_alive_idle_ms", "tls", "tracing", "$schema", "retry_budget", "deadline_header"});
+       "keep_alive_idle_ms", "tls", "tracing", "$schema", "retry_budget", "deadline_header", "cors", "compression"});
   read_listen(top, out.listen);
   top.read_integer("io_threads", 1, 64, out.io_threads);
   read_inbound_limits(top, out.inbound);
@@ -74,6 +74,8 @@ config read_config(const json& document, problem_list& problems) {
   read_retry_budget(top, out.retry_budget);
   read_deadline_header(top, out.deadline_header);
   out.tracing = read_tracing(top);
+  out.cors = read_cors(top);
+  out.compression = read_compression(top);
   return out;
 }
 

@@ -7,6 +7,8 @@
 
 #include "gather/values/atoms.hpp"
 #include "gather/front/batch_body.hpp"
+#include "gather/front/cors_policy.hpp"
+#include "gather/front/negotiation.hpp"
 #include "gather/actors/batch_coordinator.hpp"
 #include "gather/actors/coordinator.hpp"
 #include "gather/ops/metrics.hpp"
@@ -209,6 +211,25 @@ request_dispatch::serve(const std::shared_ptr<const serving_config>& serving, co
   auto match = match_route(cfg.routes, path);
   const auto route_index = match ? match->route : cfg.routes.size();
   const auto trace = trace_of(head, arrived);
+  if (match && cfg.cors && is_preflight(head.method, head.has_header("origin"),
+                                        head.has_header("access-control-request-method"))) {
+    // Answered here: a preflight never reaches a downstream, needs no token, spends no rate limit.
+    const auto& route = cfg.routes[route_index];
+    auto verdict = cors_preflight(*cfg.cors, head.header("origin"), head.header("access-control-request-method"),
+                                  head.header("access-control-request-headers"), route.batch ? "POST" : "GET");
+    http_reply reply;
+    if (verdict.allowed) {
+      reply.status = 204;
+      reply.headers = std::move(verdict.headers);
+    } else {
+      reply = error_reply(403, "forbidden", request_id, {}, "this cross-origin request is not allowed");
+    }
+    serving->counters.request_done(route_index, reply.status, elapsed_us(arrived));
+    log_request(request_id, route.path, reply.status, elapsed_ms(arrived),
+                verdict.allowed ? "CORS preflight" : "CORS preflight refused: " + verdict.refusal,
+                trace.trace_id_text());
+    return reply;
+  }
   if (auto refusal = check_head(*serving, head, request_id))
     return refuse(*serving, route_index, std::move(*refusal), request_id, arrived, head, trace);
   const auto& route = cfg.routes[route_index];
@@ -229,12 +250,14 @@ request_dispatch::serve(const std::shared_ptr<const serving_config>& serving, co
       return error_reply(400, "bad_request", request_id, {}, parsed.problem);
     }
     auto job = make_job<batch_job>(serving, route_index, sink, std::move(inbound));
+    job->format = choose_format(head.header("accept"), {answer_format::ndjson});
     job->plan = plan_batch(std::move(parsed.items), *route.batch, job->inbound);
     const auto deadline = job->deadline;
     return started_request{system_.spawn(batch_coordinator, std::shared_ptr<const batch_job>(job)),
                            serving, route_index, deadline, deadline + coordinator_grace, trace};
   }
   auto job = make_job<aggregate_job>(serving, route_index, sink, std::move(inbound));
+  job->format = choose_format(head.header("accept"), {answer_format::ndjson, answer_format::sse});
   const auto deadline = job->deadline;
   return started_request{system_.spawn(coordinator, std::shared_ptr<const aggregate_job>(job)),
                          serving, route_index, deadline, deadline + coordinator_grace, trace};
@@ -242,6 +265,10 @@ request_dispatch::serve(const std::shared_ptr<const serving_config>& serving, co
 
 void request_dispatch::deadline_passed(const started_request& started) const {
   caf::anon_send(started.coordinator, deadline_atom::value);
+}
+
+void request_dispatch::cancel(const started_request& started) const {
+  caf::anon_send_exit(started.coordinator, caf::exit_reason::user_shutdown);
 }
 
 http_reply request_dispatch::refuse_overloaded(const serving_config& serving, const request_head& head,

@@ -70,6 +70,7 @@ struct metrics::route_series {
   std::string label; ///< `route="..."`, escaped once
   std::array<std::atomic<std::uint64_t>, highest_status - lowest_status + 1> by_status{};
   std::atomic<std::uint64_t> errors{0};
+  std::array<std::atomic<std::uint64_t>, 2> streamed{}; ///< ndjson, sse
   latency_histogram duration;
   std::vector<std::unique_ptr<section_series>> sections;
   std::vector<std::string> section_names;  ///< what a reload finds a section by
@@ -193,6 +194,11 @@ void metrics::budget_denied(std::size_t route, std::size_t section) {
   add(routes_[route].sections[section]->budget_denied);
 }
 
+void metrics::streamed(std::size_t route, answer_format format) {
+  if (format != answer_format::json)
+    add(routes_[std::min(route, routes_.size() - 1)].series->streamed[format == answer_format::sse ? 1 : 0]);
+}
+
 void metrics::circuit_moved(std::size_t route, std::size_t section, circuit_breaker::state to) {
   auto& series = *routes_[route].sections[section];
   series.circuit.store(static_cast<std::uint8_t>(to), std::memory_order_relaxed);
@@ -217,6 +223,13 @@ std::string metrics::exposition(const process_figures& process) const {
   header(out, "gather_request_duration_seconds", "histogram", "Time from arrival to answer.");
   for (const auto& r : all)
     r->duration.write(out, "gather_request_duration_seconds", r->label);
+
+  header(out, "gather_streamed_total", "counter",
+         "Progressive answers begun (their head sent), by route and format (ndjson, sse).");
+  for (const auto& r : all)
+    for (auto format : {answer_format::ndjson, answer_format::sse})
+      if (auto n = r->streamed[format == answer_format::sse ? 1 : 0].load(std::memory_order_relaxed))
+        sample(out, "gather_streamed_total", with_label(r->label, "format", to_string(format)), n);
 
   header(out, "gather_section_total", "counter", "Section outcomes, by status and data source.");
   for (const auto& r : all)

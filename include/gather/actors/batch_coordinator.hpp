@@ -14,6 +14,7 @@
 #include "gather/tracing/call_span.hpp"
 #include "gather/values/inbound_request.hpp"
 #include "gather/actors/reply_sink.hpp"
+#include "gather/values/answer_format.hpp"
 #include "gather/values/section_outcome.hpp"
 #include "gather/actors/section_worker.hpp"
 
@@ -30,6 +31,7 @@ struct batch_job {
   steady_time deadline; ///< the batch's deadline, or sooner when the client's deadline header asks
   batch_plan plan;
   std::shared_ptr<reply_sink> reply; ///< where the answer goes
+  answer_format format = answer_format::json; ///< whole, or progressive (NDJSON, SSE)
   section_runtime runtime; ///< its `serving` owns `route`
 };
 
@@ -49,6 +51,8 @@ struct batch_coordinator_state {
   std::size_t open = 0;                 ///< calls not done
   std::shared_ptr<std::atomic<bool>> answered = std::make_shared<std::atomic<bool>>(false);
   retry_budget* budget = nullptr;       ///< of the batch url's host:port
+  bool opened = false;                  ///< a progressive answer's head has left
+  std::vector<std::vector<std::size_t>> rows_of_call; ///< progressive answers: the rows each call serves
 
   ~batch_coordinator_state(); ///< cancels the transfers still in flight: however it ends, none outlives it
   static inline const char* name = "batch_coordinator";

@@ -9,10 +9,12 @@
 #include <caf/stateful_actor.hpp>
 #include <nlohmann/json.hpp>
 
+#include "gather/answer/progressive_answer.hpp"
 #include "gather/config/config.hpp"
 #include "gather/ops/inflight_registry.hpp"
 #include "gather/values/inbound_request.hpp"
 #include "gather/actors/reply_sink.hpp"
+#include "gather/values/answer_format.hpp"
 #include "gather/values/section_outcome.hpp"
 #include "gather/actors/section_worker.hpp"
 
@@ -28,6 +30,7 @@ struct aggregate_job {
   inbound_request inbound;
   steady_time deadline; ///< the route's deadline, or sooner when the client's deadline header asks
   std::shared_ptr<reply_sink> reply; ///< where the answer goes
+  answer_format format = answer_format::json; ///< whole, or progressive (NDJSON, SSE)
   section_runtime runtime; ///< its `serving` owns `route`
 };
 
@@ -43,6 +46,11 @@ struct coordinator_state {
   std::size_t open = 0;                              ///< sections not yet done
   std::shared_ptr<std::atomic<bool>> answered = std::make_shared<std::atomic<bool>>(false);
   std::shared_ptr<inflight_entry> inflight; ///< what /debug/actors shows of this request
+  /// A progressive answer's events (format ndjson or sse); `pending` holds those made before the
+  /// head may leave (a required section still running), `opened` once it has.
+  std::optional<progressive_answer> stream;
+  std::vector<std::string> pending;
+  bool opened = false;
 
   ~coordinator_state();
   static inline const char* name = "coordinator";

@@ -16,6 +16,15 @@ namespace gather {
 http_reply build_aggregate_reply(const route_config& route, std::vector<section_outcome>& outcomes,
                                  const std::string& request_id);
 
+/// The data text section `i` shows in the answer: its own (ok, or a stale cache entry) or its
+/// fallback, read from `data` (the texts of the sections already resolved) for `fallback_from`.
+/// Sets the outcome's `source` to `fallback` when the fallback shows.
+std::string section_data_text(const route_config& route, std::size_t i, section_outcome& outcome,
+                              const std::vector<std::string>& data);
+
+/// `"degraded":BOOL,"warnings":[...]` (route order), as the answer and the last streamed line have it.
+std::string degraded_and_warnings(const route_config& route, const std::vector<section_outcome>& outcomes);
+
 /// The status and code a failed required section turns the request into.
 http_reply required_section_failure(const section_outcome& outcome, const std::string& section,
                                     const std::string& request_id);

@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -157,6 +158,27 @@ struct tracing_config {
   millis export_timeout{1000};          ///< one export POST, connect to reply
 };
 
+/// `cors` (docs/config.md, "CORS"): the browser origins that may call the gateway.
+struct cors_config {
+  std::vector<std::string> allow_origins;  ///< `scheme://host[:port]`, lower-case; empty when any
+  bool any_origin = false;                 ///< `["*"]`: every origin (never with credentials)
+  std::vector<std::string> allow_headers;  ///< request headers a preflight may ask for, lower-case
+  std::vector<std::string> expose_headers; ///< response headers a page's script may read
+  std::int64_t max_age_s = 600;            ///< how long a browser may keep a preflight's answer
+  bool allow_credentials = false;          ///< cookies and Authorization from the page
+};
+
+/// A content coding of a response body (RFC 9110 §8.4.1).
+enum class content_coding : std::uint8_t { identity, gzip, br };
+
+/// `compression` (docs/config.md, "Compression"): JSON answers compressed for clients that accept it.
+struct compression_config {
+  std::size_t min_bytes = 1024; ///< smaller whole answers stay identity (streams: always compressed)
+  std::vector<content_coding> encodings{content_coding::br, content_coding::gzip}; ///< preference
+  int gzip_level = 6; ///< zlib's 1..9
+  int br_quality = 4; ///< brotli's 0..11
+};
+
 struct config {
   std::string listen = "127.0.0.1:8080";
   /// Threads that run every connection, every downstream call and every actor: one event loop each.
@@ -175,6 +197,8 @@ struct config {
   /// Sent on every downstream call with the milliseconds it may still take, and read on inbound
   /// requests to shorten their deadline (matched in any case); empty: off.
   std::string deadline_header = "X-Timeout-Ms";
+  std::optional<cors_config> cors;               ///< absent: no CORS headers, OPTIONS is 405
+  std::optional<compression_config> compression; ///< absent: every answer identity
 };
 
 /// Either a config or every problem found, one string each: "<json path>: <what is wrong>",

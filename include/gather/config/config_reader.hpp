@@ -126,6 +126,10 @@ std::vector<route_config> read_routes(const object_reader& top);
 std::optional<cluster_config> read_cluster(const object_reader& top);
 /// The `tracing` object (read_tracing.cpp); nullopt when absent or (reported) not an object.
 std::optional<tracing_config> read_tracing(const object_reader& top);
+/// The `cors` and `compression` objects (read_browser.cpp); nullopt when absent or (reported)
+/// not an object.
+std::optional<cors_config> read_cors(const object_reader& top);
+std::optional<compression_config> read_compression(const object_reader& top);
 
 // ---------------------------------------------------------------------------------------------
 // Route paths (route_paths.cpp)

@@ -5,6 +5,9 @@
 //
 //   reading --head--> [check; 100 Continue?] --body--> waiting --reply (posted by the sink)--> writing
 //      ^                                                  |  read EOF/RST: 499, coordinator stopped
+//      |                                                  +--open (a progressive answer)--> streaming
+//      |                                                       each piece one chunk, at once; end --> writing
+//      |                                                       read EOF/RST: coordinator stopped, closed
 //      +------------------ keep-alive ------------------- writing --> closing (FIN, linger) --> closed
 //
 // Everything here runs on the connection's loop; the sink is the only way in from elsewhere.
@@ -25,6 +28,7 @@
 #include <boost/beast/core/string.hpp>
 #include <boost/beast/core/stream_traits.hpp>
 
+#include "gather/front/answer_dress.hpp"
 #include "gather/front/request_dispatch.hpp"
 #include "gather/front/request_parser.hpp"
 #include "gather/front/response_bytes.hpp"
@@ -48,12 +52,16 @@ class connection_base {
 public:
   virtual ~connection_base() = default;
   virtual void on_reply(http_reply reply) = 0;
+  /// A progressive answer (docs/api.md): its head, each piece, and the last piece.
+  virtual void on_stream_open(http_reply head) = 0;
+  virtual void on_stream_piece(std::string piece, bool last) = 0;
   /// The server stops: close when idle, else after the answer in progress.
   virtual void drain() = 0;
   virtual void force_close() = 0;
 };
 
-/// The front's side of reply_sink: posts the answer to the connection's loop.
+/// The front's side of reply_sink: posts the answer to the connection's loop (in the order the
+/// coordinator hands its pieces over: one loop, one queue).
 class connection_sink final : public reply_sink {
 public:
   connection_sink(boost::asio::any_io_executor loop, std::weak_ptr<connection_base> conn,
@@ -61,14 +69,43 @@ public:
     : loop_(loop), conn_(std::move(conn)), dispatch_(dispatch) {}
 
   void deliver(http_reply reply) override {
-    dispatch_.release();
+    release();
     boost::asio::post(loop_, [conn = conn_, reply = std::move(reply)]() mutable {
       if (auto live = conn.lock())
         live->on_reply(std::move(reply));
     });
   }
 
+  void open(http_reply head) override {
+    boost::asio::post(loop_, [conn = conn_, head = std::move(head)]() mutable {
+      if (auto live = conn.lock())
+        live->on_stream_open(std::move(head));
+    });
+  }
+
+  void write(std::string piece) override { post_piece(std::move(piece), false); }
+
+  void end(std::string last) override {
+    release();
+    post_piece(std::move(last), true);
+  }
+
+  /// Gives back the request's admission, once, whoever ends it first (the coordinator's answer,
+  /// or the front stopping a progressive answer whose client hung up).
+  void release() {
+    if (!released_.exchange(true, std::memory_order_acq_rel))
+      dispatch_.release();
+  }
+
 private:
+  void post_piece(std::string piece, bool last) {
+    boost::asio::post(loop_, [conn = conn_, piece = std::move(piece), last]() mutable {
+      if (auto live = conn.lock())
+        live->on_stream_piece(std::move(piece), last);
+    });
+  }
+
+  std::atomic<bool> released_{false};
   boost::asio::any_io_executor loop_;
   std::weak_ptr<connection_base> conn_;
   request_dispatch& dispatch_;
@@ -121,7 +158,35 @@ public:
       return;
     started_.reset();
     sink_.reset();
-    send_answer(reply);
+    send_answer(std::move(reply));
+  }
+
+  void on_stream_open(http_reply head) override {
+    if (state_ != phase::waiting || closed_)
+      return;
+    state_ = phase::streaming;
+    // HTTP/1.0 has no chunks: its progressive answer ends with the connection.
+    keep_alive_ = keep_alive_ && version_ != 10 && !close_after_ &&
+                  !shared_.draining.load(std::memory_order_relaxed);
+    encoder_ = dress_.apply_to_stream(head);
+    head.headers.emplace_back("Cache-Control", "no-cache");
+    queue_write(stream_head_bytes(head, request_id_, {version_, keep_alive_, false}), false);
+  }
+
+  void on_stream_piece(std::string piece, bool last) override {
+    if (state_ != phase::streaming || closed_)
+      return;
+    if (encoder_) // compressed and flushed: the client decodes this piece as soon as it is read
+      piece = last ? encoder_->finish(piece) : encoder_->flush(piece);
+    if (!last)
+      return queue_write(chunk_bytes(piece, version_, false), false);
+    auto hold = std::move(hold_);
+    started_.reset();
+    sink_.reset();
+    encoder_.reset();
+    state_ = phase::writing;
+    queue_write(chunk_bytes(piece, version_, true), true);
+    version_ = 11;
   }
 
   void drain() override {
@@ -132,6 +197,8 @@ public:
   void force_close() override {
     if (started_ && sink_ && sink_->claim())
       shared_.dispatch.give_up(*started_, false, request_id_, arrived_);
+    else if (state_ == phase::streaming)
+      stop_stream();
     close();
   }
 
@@ -144,7 +211,7 @@ private:
   std::size_t buffer_limit() const {
     return limits().max_request_line_bytes + limits().max_header_bytes + read_chunk + 4;
   }
-  enum class phase { reading, waiting, writing, closing };
+  enum class phase { reading, waiting, streaming, writing, closing };
   enum class why { none, handshake, idle, request, deadline, hard_limit, linger };
 
   // ---- reading a request ---------------------------------------------------------------------
@@ -158,6 +225,7 @@ private:
     parser_.reset(); // made when the first byte of the next request arrives
     head_handled_ = false;
     close_after_ = false;
+    dress_ = {};
     request_begun_ = false;
     shared_.serving.refresh(serving_); // no parser holds the old generation's limits any more
     set_deadline(clock::now() + limits().keep_alive_idle, why::idle);
@@ -200,6 +268,7 @@ private:
   bool on_head() {
     auto& head = parser_->head();
     request_id_ = request_id_for(head);
+    dress_ = answer_dress(serving_->cfg, head.header("origin"), head.header("accept-encoding"));
     keep_alive_ = parser_->keep_alive();
     const bool body_follows = !parser_->is_done();
     if (body_follows && shared_.dispatch.reads_body(*serving_, head, request_id_)) {
@@ -233,11 +302,11 @@ private:
   }
 
   /// An answer made without a coordinator, in the request's HTTP version.
-  void answer_now(const http_reply& reply) {
+  void answer_now(http_reply reply) {
     arrived_ = clock::now();
     state_ = phase::waiting;
     version_ = parser_->head().target.empty() ? 11 : parser_->head().version;
-    send_answer(reply);
+    send_answer(std::move(reply));
   }
 
   void serve(std::string body) {
@@ -250,7 +319,7 @@ private:
     auto result =
       shared_.dispatch.serve(serving_, parser_->head(), std::move(body), request_id_, arrived_, sink);
     if (auto* reply = std::get_if<http_reply>(&result))
-      return send_answer(*reply);
+      return send_answer(std::move(*reply));
     started_ = std::move(std::get<started_request>(result));
     sink_ = std::move(sink);
     hold_ = this->shared_from_this(); // until the answer comes or the connection closes
@@ -312,6 +381,8 @@ private:
 
   /// The client closed or reset its side.
   void on_read_end() {
+    if (state_ == phase::streaming) // mid-answer: what still runs is cancelled
+      return stop_stream(), close();
     if (state_ == phase::waiting && started_ && sink_ && sink_->claim()) {
       shared_.dispatch.give_up(*started_, true, request_id_, arrived_);
       started_.reset();
@@ -330,7 +401,20 @@ private:
 
   // ---- writing -------------------------------------------------------------------------------
 
-  void send_answer(const http_reply& reply) {
+  /// A progressive answer that will not be finished (client gone, hard limit, server stopping):
+  /// its coordinator is stopped (it counts and logs the request) and its admission given back.
+  void stop_stream() {
+    if (started_)
+      shared_.dispatch.cancel(*started_);
+    if (sink_)
+      sink_->release();
+    started_.reset();
+    sink_.reset();
+    encoder_.reset();
+  }
+
+  void send_answer(http_reply reply) {
+    dress_.apply(reply);
     state_ = phase::writing;
     const bool keep = keep_alive_ && !close_after_ && !shared_.draining.load(std::memory_order_relaxed);
     keep_alive_ = keep;
@@ -346,7 +430,8 @@ private:
   }
 
   void write_front() {
-    set_deadline_if_none();
+    if (state_ != phase::streaming) // a stream's pieces leave under the request's own deadline
+      set_deadline_if_none();
     boost::asio::async_write(stream_, boost::asio::buffer(writes_.front().bytes),
                              [self = this->shared_from_this()](const error_code& ec, std::size_t) {
                                self->on_written(ec);
@@ -432,13 +517,15 @@ private:
           shared_.dispatch.deadline_passed(*started_);
         return set_deadline(started_ ? started_->hard_limit : clock::time_point::max(), why::hard_limit);
       case why::hard_limit:
+        if (state_ == phase::streaming) // a progressive answer that never ended: cut it off
+          return stop_stream(), close();
         if (started_ && sink_ && sink_->claim()) {
-          const auto reply = shared_.dispatch.give_up(*started_, false, request_id_, arrived_);
+          auto reply = shared_.dispatch.give_up(*started_, false, request_id_, arrived_);
           started_.reset();
           sink_.reset();
           keep_alive_ = false;
           reason_ = why::none;
-          return send_answer(reply);
+          return send_answer(std::move(reply));
         }
         return; // the coordinator's answer is on its way
       case why::none:
@@ -475,6 +562,8 @@ private:
   clock::time_point arrived_;
   std::optional<started_request> started_;
   std::shared_ptr<connection_sink> sink_;
+  answer_dress dress_;                     ///< CORS headers and content coding of this request's answer
+  std::unique_ptr<body_encoder> encoder_;  ///< a compressed progressive answer's encoder
   std::shared_ptr<connection> hold_; ///< keeps a waiting connection alive: only a weak sink points here
   clock::time_point deadline_ = clock::time_point::max();
   why reason_ = why::none;

@@ -69,6 +69,10 @@ public:
   /// The request's deadline has passed: tells its coordinator (deadline_atom).
   void deadline_passed(const started_request& started) const;
 
+  /// Stops the coordinator of a progressive answer that will not be finished (its client hung up):
+  /// its calls are cancelled; it counts and logs the request itself.
+  void cancel(const started_request& started) const;
+
   /// The front answers a started request itself: the client left (499, nothing sent) or the hard
   /// limit passed (504). Call only after claiming the sink. Stops the coordinator.
   http_reply give_up(const started_request& started, bool client_gone,

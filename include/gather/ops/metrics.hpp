@@ -18,6 +18,7 @@
 
 #include "gather/config/config.hpp"
 #include "gather/resilience/circuit_breaker.hpp"
+#include "gather/values/answer_format.hpp"
 #include "gather/values/section_outcome.hpp"
 
 namespace gather {
@@ -84,6 +85,8 @@ public:
   void rejected(std::size_t route, std::size_t section, reject_reason why);
   /// A retry or hedge not made because the host's retry budget had no room.
   void budget_denied(std::size_t route, std::size_t section);
+  /// A progressive answer began (its head left) on `route`, as `format` (ndjson or sse).
+  void streamed(std::size_t route, answer_format format);
   /// The section's circuit moved to `to`.
   void circuit_moved(std::size_t route, std::size_t section, circuit_breaker::state to);
 

@@ -1,0 +1,77 @@
+// The CORS policy alone: which origins get the headers, what a preflight answers.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+
+#include "gather/front/cors_policy.hpp"
+
+using gather::cors_config;
+
+namespace {
+
+std::string header(const gather::header_list& headers, const std::string& name) {
+  const auto it = std::find_if(headers.begin(), headers.end(), [&](const auto& h) { return h.first == name; });
+  return it == headers.end() ? std::string("<absent>") : it->second;
+}
+
+cors_config shop() {
+  cors_config cors;
+  cors.allow_origins = {"https://shop.example.com", "http://127.0.0.1:3000"};
+  cors.allow_headers = {"authorization", "x-tenant"};
+  cors.expose_headers = {"X-Request-Id"};
+  cors.max_age_s = 600;
+  return cors;
+}
+
+} // namespace
+
+TEST_CASE("CORS: an allowed origin gets its own origin back, another none", "[cors]") {
+  const auto cors = shop();
+  const auto allowed = gather::cors_answer_headers(cors, "https://shop.example.com");
+  CHECK(header(allowed, "Access-Control-Allow-Origin") == "https://shop.example.com");
+  CHECK(header(allowed, "Vary") == "Origin");
+  CHECK(header(allowed, "Access-Control-Expose-Headers") == "X-Request-Id");
+  CHECK(header(allowed, "Access-Control-Allow-Credentials") == "<absent>");
+  CHECK(gather::cors_answer_headers(cors, "HTTPS://Shop.Example.com").size() == 3);
+  CHECK(gather::cors_answer_headers(cors, "https://evil.example.com").empty());
+  CHECK(gather::cors_answer_headers(cors, "https://shop.example.com:8443").empty());
+  CHECK(gather::cors_answer_headers(cors, "null").empty());
+  CHECK(gather::cors_answer_headers(cors, "").empty());
+
+  auto any = shop();
+  any.allow_origins.clear();
+  any.any_origin = true;
+  CHECK(header(gather::cors_answer_headers(any, "https://anyone.example"), "Access-Control-Allow-Origin") == "*");
+
+  auto credentials = shop();
+  credentials.allow_credentials = true;
+  CHECK(header(gather::cors_answer_headers(credentials, "http://127.0.0.1:3000"),
+               "Access-Control-Allow-Credentials") == "true");
+}
+
+TEST_CASE("CORS: a preflight is allowed for the route's method and the allowed headers only", "[cors]") {
+  CHECK(gather::is_preflight("OPTIONS", true, true));
+  CHECK_FALSE(gather::is_preflight("OPTIONS", true, false));
+  CHECK_FALSE(gather::is_preflight("OPTIONS", false, true));
+  CHECK_FALSE(gather::is_preflight("GET", true, true));
+
+  const auto cors = shop();
+  const auto ok = gather::cors_preflight(cors, "https://shop.example.com", "GET", "X-Tenant, authorization", "GET");
+  REQUIRE(ok.allowed);
+  CHECK(header(ok.headers, "Access-Control-Allow-Origin") == "<absent>"); // any answer's, added once
+  CHECK(header(ok.headers, "Access-Control-Allow-Methods") == "GET");
+  CHECK(header(ok.headers, "Access-Control-Allow-Headers") == "x-tenant, authorization");
+  CHECK(header(ok.headers, "Access-Control-Max-Age") == "600");
+
+  const auto no_headers = gather::cors_preflight(cors, "https://shop.example.com", "POST", "", "POST");
+  REQUIRE(no_headers.allowed);
+  CHECK(header(no_headers.headers, "Access-Control-Allow-Headers") == "<absent>");
+
+  CHECK(gather::cors_preflight(cors, "https://evil.example.com", "GET", "", "GET").refusal == "origin");
+  CHECK(gather::cors_preflight(cors, "https://shop.example.com", "POST", "", "GET").refusal == "method");
+  CHECK(gather::cors_preflight(cors, "https://shop.example.com", "get", "", "GET").refusal == "method");
+  const auto header_refused =
+      gather::cors_preflight(cors, "https://shop.example.com", "GET", "x-tenant, x-admin", "GET");
+  CHECK_FALSE(header_refused.allowed);
+  CHECK(header_refused.refusal == "header x-admin");
+}
