@@ -15,6 +15,12 @@
 
 namespace gather {
 
+namespace stream_embedded {
+// Defined in the generated stream_page.cpp (app/demo/stream/ inlined by cmake/embed_dashboard.cmake).
+extern const unsigned char page[];
+extern const std::size_t page_size;
+} // namespace stream_embedded
+
 namespace {
 
 /// A loopback port that refuses every connection for as long as the demo runs: a socket bound to
@@ -68,6 +74,15 @@ struct demo_downstreams::impl {
   }
 
   void routes() {
+    // The progressive page (app/demo/stream/): it reads the gateway's product route with an
+    // EventSource, across origins, which the demo's `cors` allows.
+    server.Get("/demo/stream", [](const httplib::Request&, httplib::Response& res) {
+      res.set_header("Content-Security-Policy",
+                     "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; "
+                     "connect-src http://127.0.0.1:* http://localhost:*; base-uri 'none'; form-action 'none'");
+      res.set_content(std::string(reinterpret_cast<const char*>(stream_embedded::page), stream_embedded::page_size),
+                      "text/html; charset=utf-8");
+    });
     server.Get(R"(/items/([^/]+))", [](const httplib::Request& req, httplib::Response& res) {
       const auto id = req.matches[1].str();
       if (!all_digits(id)) // the catalogue knows numbers only: /products/abc is a missing product
@@ -168,6 +183,9 @@ std::string demo_downstreams::config_json(const std::string& listen) const {
                            {"deadline_ms", 2000}};
   nlohmann::json cfg = {
     {"listen", listen},
+    // The progressive page is served from the downstreams' origin: a browser client on another origin.
+    {"cors", {{"allow_origins", {"http://127.0.0.1:" + std::to_string(impl_->port)}}, {"expose_headers", {"x-request-id"}}}},
+    {"compression", {{"min_bytes", 1024}, {"encodings", {"br", "gzip"}}}},
     {"routes",
      {{{"path", "/products/{id}"}, {"deadline_ms", 800}, {"sections", product}},
       {{"path", "/delivery/{id}"}, {"deadline_ms", 800}, {"sections", delivery}},
@@ -176,13 +194,14 @@ std::string demo_downstreams::config_json(const std::string& listen) const {
   return cfg.dump(2);
 }
 
-const char* demo_downstreams::banner() {
+std::string demo_downstreams::banner() const {
   // Every curl line below is run as printed, and what its comment claims is checked, by
-  // tests/app/demo_test.cpp.
-  return R"(
+  // tests/app/demo_test.cpp; the progressive page is loaded by headless Chromium there too.
+  std::string text = R"(
 Gather demo: three routes on simulated downstreams (reviews is slow, shop is flaky, carrier is down).
 Try:
   curl -s {base}/products/42            # degraded: reviews times out (its fallback shows); flaky shop is retried
+  curl -N -H 'Accept: application/x-ndjson' {base}/products/42   # progressive: a line per section as it ends, reviews last
   curl -s {base}/products/17            # dependent: shop's URL uses base's shop_id (s-7)
   curl -s {base}/products/1234          # stock answers 404: its data comes from base.stock
   curl -s -H 'X-Tenant: acme' {base}/products/42     # run twice: promo's source turns live -> cache
@@ -194,8 +213,13 @@ Try:
   curl -s {base}/healthz
   curl -s {base}/metrics                # Prometheus text: every counter and histogram
 Dashboard: {base}/dashboard (open it in a browser)
+Progressive page: {page}/demo/stream?gateway={base} (the product page drawn part by part)
 Stop with Ctrl-C.
 )";
+  const std::string page = "http://127.0.0.1:" + std::to_string(impl_->port);
+  for (auto at = text.find("{page}"); at != std::string::npos; at = text.find("{page}"))
+    text.replace(at, 6, page);
+  return text;
 }
 
 } // namespace gather

@@ -175,7 +175,7 @@ int main(int argc, char** argv) {
     auto result = gather::load_config(downstreams.config_json(listen.empty() ? "127.0.0.1:8080" : listen));
     if (!result.value)
       return report_problems(result);
-    return serve(std::move(*result.value), "", gather::demo_downstreams::banner());
+    return serve(std::move(*result.value), "", downstreams.banner());
   }
   return run_node(listen);
 }

@@ -21,8 +21,8 @@ public:
   /// The demo configuration (a product-page route) as JSON text, pointing at port().
   std::string config_json(const std::string& listen) const;
   /// What `gather demo` prints after its listening line: the examples to try, each a curl line
-  /// with `{base}` standing for http://host:port.
-  static const char* banner();
+  /// with `{base}` standing for http://host:port, and the progressive page's address (on port()).
+  std::string banner() const;
 
 private:
   struct impl;

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "support/child_process.hpp"
+#include "support/chromium.hpp"
 
 using namespace gather::test;
 using nlohmann::json;
@@ -81,7 +82,7 @@ TEST_CASE("demo: every curl line it prints works as printed and shows what it sa
 
   // The banner, up to its last line.
   std::vector<std::string> curl_lines;
-  std::string dashboard_line;
+  std::string dashboard_line, page_line;
   std::string banner = *listening + "\n";
   for (;;) {
     auto line = demo.wait_for_line("");
@@ -93,6 +94,8 @@ TEST_CASE("demo: every curl line it prints works as printed and shows what it sa
       curl_lines.push_back(line->substr(2));
     if (line->rfind("Dashboard: ", 0) == 0)
       dashboard_line = *line;
+    if (line->rfind("Progressive page: ", 0) == 0)
+      page_line = *line;
   }
 
   { // docs/cli.md shows the banner as printed for the default address.
@@ -102,6 +105,9 @@ TEST_CASE("demo: every curl line it prints works as printed and shows what it sa
     std::string want = banner;
     for (auto at = want.find(base); at != std::string::npos; at = want.find(base, at))
       want.replace(at, base.size(), "http://127.0.0.1:8080");
+    // The progressive page is on the simulated downstreams' port, picked at start.
+    want = std::regex_replace(want, std::regex{R"(Progressive page: http://127\.0\.0\.1:\d+/)"},
+                              "Progressive page: http://127.0.0.1:PORT/");
     INFO("docs/cli.md should show, in a code block:\n" << want);
     CHECK(doc.str().find("```\n" + want + "```\n") != std::string::npos);
   }
@@ -119,6 +125,22 @@ TEST_CASE("demo: every curl line it prints works as printed and shows what it sa
     CHECK(page["sections"]["shop"]["status"] == "ok"); // flaky, and its retry recovers
     CHECK(page["degraded"] == true);
     CHECK(page["warnings"] == json{"reviews_timeout"});
+  };
+  claims["curl -N -H 'Accept: application/x-ndjson' {base}/products/42"] = [](runner run_it) {
+    std::istringstream out{run_it()};
+    std::vector<json> lines;
+    for (std::string line; std::getline(out, line);)
+      lines.push_back(parse_json(line));
+    REQUIRE(lines.size() == 7); // six sections as they end, then the last line
+    std::set<std::string> names;
+    for (std::size_t i = 0; i < 6; ++i)
+      names.insert(lines[i]["section"].get<std::string>());
+    CHECK(names == std::set<std::string>{"base", "price", "stock", "promo", "reviews", "shop"});
+    CHECK(lines[5]["section"] == "reviews"); // the slow one ends last, at its timeout
+    CHECK(lines[5]["status"] == "timeout");
+    CHECK(lines[5]["data"] == json{{"score", 0}, {"count", 0}});
+    CHECK(lines[6]["done"] == true);
+    CHECK(lines[6]["warnings"] == json{"reviews_timeout"});
   };
   claims["curl -s {base}/products/17"] = [](runner run_it) {
     auto page = parse_json(run_it());
@@ -222,6 +244,20 @@ TEST_CASE("demo: every curl line it prints works as printed and shows what it sa
   REQUIRE(page);
   CHECK(page->status == 200);
   CHECK(page->get_header_value("Content-Type") == "text/html; charset=utf-8");
+
+  // The progressive page, in a real browser: an EventSource across origins (the demo's cors
+  // allows the page's), every section drawn as it arrived, reviews last, then the summary.
+  std::smatch page_match;
+  REQUIRE(std::regex_search(page_line, page_match, std::regex{R"(Progressive page: (\S+))"}));
+  CHECK(page_line == "Progressive page: " + page_match[1].str() + " (the product page drawn part by part)");
+  const auto dom = dump_dom(page_match[1].str(), 3000);
+  INFO(dom);
+  CHECK(dom.find(R"(id="sections" data-state="done")") != std::string::npos);
+  for (const char* name : {"base", "price", "stock", "promo", "shop"})
+    CHECK(dom.find(std::string{R"(data-section=")"} + name + R"(" data-status="ok")") != std::string::npos);
+  CHECK(dom.find(R"(data-section="reviews" data-status="timeout" data-source="fallback" data-order="5")") !=
+        std::string::npos);
+  CHECK(dom.find("Degraded: reviews_timeout") != std::string::npos);
 
   demo.signal(SIGINT);
   CHECK(demo.wait_exit() == 0);
