@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Gather benchmarks (docs/performance.md). Never run by ctest.
 #
-#   bench/run.sh [scenario...]      scenarios: s0 s1 s2 s3 s4 tail_drill guards linear cluster (default: all)
+#   bench/run.sh [scenario...]      scenarios: s0 s1 s2 s3 s4 tail_drill guards linear cluster (default: all),
+#                                   and stream (progressive answers; needs build/bench/stream_probe)
 #
 # Environment: GATHER_BIN (default build-bench/gather, else build/gather), DURATION (wrk seconds,
 # default 10), NGINX_PORT (default 18931), WRK_THREADS (default 2), PERF_OUT (if set: `perf record
@@ -351,6 +352,32 @@ PY
     NODE_PIDS=()
   done
   echo "    (us_cpu/req for the cluster rows sums the gateway and its nodes)"
+}
+
+# Progressive answers: S2's shape (three 20 ms sections, s0 required, and a hung optional one with
+# timeout 120; deadline 400), each answer read whole and as NDJSON by bench/stream_probe over raw
+# keep-alive sockets (STREAM_CONNS callers, closed loop): time to the first byte, to s0's data, to
+# the end. Build the probe first: cmake --build build --target stream_probe.
+stream() {
+  local probe=${STREAM_PROBE:-$(dirname "$BIN")/bench/stream_probe} conns=${STREAM_CONNS:-16}
+  local secs
+  secs=$(sections_json 3 /d20 500 | python3 -c 'import json, sys
+s = json.load(sys.stdin); s[0]["name"] = "base"
+s.append({"name": "reviews", "url": "@D@/hang", "timeout_ms": 120, "fallback": {"score": 0}})
+print(json.dumps(s))')
+  gen_config "$WORK/stream.json" 1024 "{\"path\": \"/p/{id}\", \"deadline_ms\": 400, \"sections\": $secs}"
+  start_gateway "$WORK/stream.json"
+  "$probe" 127.0.0.1 "$GW_PORT" /p/1 application/json 4 2 >/dev/null # warm-up
+  for accept in application/json application/x-ndjson; do
+    local before after
+    before=$(cpu_ticks "$GW_PID")
+    "$probe" 127.0.0.1 "$GW_PORT" /p/1 "$accept" "$conns" "$DURATION" | tee "$WORK/probe.out"
+    after=$(cpu_ticks "$GW_PID")
+    local n
+    n=$(sed -n 's/^[^:]*: \([0-9]*\) answers.*/\1/p' "$WORK/probe.out")
+    echo "    gateway CPU $(( (after - before) * 1000000 / TICKS / (n > 0 ? n : 1) )) us/answer, load $(cut -d' ' -f1 /proc/loadavg)"
+  done
+  stop_gateway
 }
 
 echo "gather bench: $BIN, $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), wrk -t$WRK_THREADS ${DURATION}s, $(date -u +%FT%TZ)"

@@ -132,7 +132,7 @@ TEST_CASE("compression: br and gzip round trips, q=0, small answers and /metrics
     CHECK(r.header("content-encoding") == (coding == content_coding::identity ? "" : coding == content_coding::br ? "br" : "gzip"));
     if (coding != content_coding::identity)
       CHECK(r.body.size() < whole.body.size() / 3);
-    CHECK(json::parse(decode_whole(coding, r.body)) == expected);
+    CHECK(json::parse(decode_whole(coding, r.body))["data"] == expected["data"]);
   }
   auto small = exchange(gw.port(), get_request("/s", {"Accept-Encoding: gzip"}));
   CHECK(small.header("content-encoding").empty());

@@ -85,6 +85,8 @@ private:
 };
 
 inline std::string decode_whole(content_coding coding, std::string_view bytes) {
+  if (coding == content_coding::identity)
+    return std::string(bytes);
   stream_decoder decoder(coding);
   auto out = decoder.feed(bytes);
   if (!decoder.ended())
