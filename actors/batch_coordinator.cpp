@@ -36,9 +36,7 @@
 #include "gather/downstream/downstream_request.hpp"
 #include "gather/actors/messages.hpp"
 #include "gather/ops/metrics.hpp"
-#include "gather/ops/request_log.hpp"
 #include "gather/downstream/retry_rule.hpp"
-#include "gather/tracing/server_span.hpp"
 
 namespace gather {
 
@@ -87,14 +85,8 @@ void answer(batch_ptr self) {
   const auto& job = *st.job;
   st.answered->store(true);
   if (st.opened) {
-    job.runtime.counters->request_done(job.route_index, 200,
-                                       std::chrono::duration_cast<std::chrono::microseconds>(
-                                         clock::now() - job.inbound.arrived));
-    log_batch_request(job.inbound, job.route->path, 200, ms_since(job.inbound.arrived), job.plan,
-                      st.outcomes);
+    job.reply->record().finish(200, job.plan, st.outcomes);
     job.reply->end(batch_done_event(job.format, count_rows(job.plan, st.outcomes), job.plan.rows.size()));
-    finish_server_span(job.runtime.spans, job.inbound.trace, "POST", job.route->path, 200,
-                       degraded(200, st.outcomes));
     self->quit();
     return;
   }
@@ -103,15 +95,8 @@ void answer(batch_ptr self) {
     return;
   }
   auto reply = build_batch_reply(job.plan, st.outcomes);
-  job.runtime.counters->request_done(job.route_index, reply.status,
-                                     std::chrono::duration_cast<std::chrono::microseconds>(
-                                       clock::now() - job.inbound.arrived));
-  log_batch_request(job.inbound, job.route->path, reply.status, ms_since(job.inbound.arrived),
-                    job.plan, st.outcomes);
-  const int status = reply.status;
+  job.reply->record().finish(reply.status, job.plan, st.outcomes);
   job.reply->deliver(std::move(reply));
-  finish_server_span(job.runtime.spans, job.inbound.trace, "POST", job.route->path, status,
-                     degraded(status, st.outcomes));
   self->quit();
 }
 
@@ -250,12 +235,7 @@ caf::behavior batch_coordinator(caf::stateful_actor<batch_coordinator_state>* se
       if (!st.answered->exchange(true)) {
         const auto& job = *st.job;
         job.runtime.stats->client_gone.fetch_add(1, std::memory_order_relaxed);
-        job.runtime.counters->request_done(job.route_index, 499,
-                                           std::chrono::duration_cast<std::chrono::microseconds>(
-                                             clock::now() - job.inbound.arrived));
-        log_batch_request(job.inbound, job.route->path, 499, ms_since(job.inbound.arrived), job.plan,
-                          st.outcomes);
-        finish_server_span(job.runtime.spans, job.inbound.trace, "POST", job.route->path, 499, false);
+        job.reply->record().finish(499, job.plan, st.outcomes);
       }
       self->quit(msg.reason);
     });

@@ -35,9 +35,7 @@
 #include "gather/actors/messages.hpp"
 #include "gather/actors/serving_config.hpp"
 #include "gather/ops/metrics.hpp"
-#include "gather/ops/request_log.hpp"
 #include "gather/config/url_template.hpp"
-#include "gather/tracing/server_span.hpp"
 
 namespace gather {
 
@@ -49,15 +47,6 @@ using phase = coordinator_state::phase;
 
 std::int64_t ms_since(steady_time t) {
   return std::chrono::duration_cast<millis>(clock::now() - t).count();
-}
-
-void count(const aggregate_job& job, int status, const std::vector<section_outcome>& outcomes) {
-  auto& counters = *job.runtime.counters;
-  counters.request_done(job.route_index, status, std::chrono::duration_cast<std::chrono::microseconds>(
-                                                   clock::now() - job.inbound.arrived));
-  for (std::size_t i = 0; i < outcomes.size(); ++i)
-    counters.section_done(job.route_index, i, outcomes[i],
-                          status == 200 && outcomes[i].status != section_status::ok);
 }
 
 void finish(coordinator_state& st, std::size_t i, section_outcome outcome);
@@ -117,12 +106,8 @@ void answer(coordinator_ptr self) {
   if (st.stream) {
     send_events(self);
     if (st.opened) { // the last line; the request is counted and logged as the 200 it is
-      count(job, 200, st.outcomes);
-      log_request(job.inbound, job.route->path, 200, ms_since(job.inbound.arrived),
-                  job.route->sections, st.outcomes);
+      job.reply->record().finish(200, job.route->sections, st.outcomes);
       job.reply->end(st.stream->done(st.outcomes, job.inbound.request_id));
-      finish_server_span(job.runtime.spans, job.inbound.trace, "GET", job.route->path, 200,
-                         degraded(200, st.outcomes));
       self->quit();
       return;
     }
@@ -132,13 +117,8 @@ void answer(coordinator_ptr self) {
     return;
   }
   auto reply = build_aggregate_reply(*job.route, st.outcomes, job.inbound.request_id);
-  count(job, reply.status, st.outcomes);
-  log_request(job.inbound, job.route->path, reply.status, ms_since(job.inbound.arrived),
-              job.route->sections, st.outcomes);
-  const int status = reply.status;
+  job.reply->record().finish(reply.status, job.route->sections, st.outcomes);
   job.reply->deliver(std::move(reply));
-  finish_server_span(job.runtime.spans, job.inbound.trace, "GET", job.route->path, status,
-                     degraded(status, st.outcomes));
   self->quit();
 }
 
@@ -150,10 +130,7 @@ void hung_up(coordinator_ptr self) {
   st.answered->store(true);
   cancel_open(st, "cancelled: the client hung up");
   job.runtime.stats->client_gone.fetch_add(1, std::memory_order_relaxed);
-  count(job, 499, st.outcomes);
-  log_request(job.inbound, job.route->path, 499, ms_since(job.inbound.arrived),
-              job.route->sections, st.outcomes);
-  finish_server_span(job.runtime.spans, job.inbound.trace, "GET", job.route->path, 499, false);
+  job.reply->record().finish(499, job.route->sections, st.outcomes);
 }
 
 /// The request is decided once every section has ended, or once the first required section in

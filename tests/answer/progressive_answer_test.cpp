@@ -49,7 +49,7 @@ json line_json(const std::string& event) {
 
 } // namespace
 
-TEST_CASE("progressive answer: lines in completion order, fallback_from held until its source", "[answer][stream]") {
+TEST_CASE("progressive answer: lines in completion order, fallback_from held until its source", "[unit][answer][stream]") {
   const auto cfg = product_config();
   const auto& route = cfg.routes[0];
   gather::progressive_answer stream(route, answer_format::ndjson);
@@ -95,7 +95,7 @@ TEST_CASE("progressive answer: lines in completion order, fallback_from held unt
   CHECK(whole["warnings"] == done["warnings"]);
 }
 
-TEST_CASE("progressive answer: Server-Sent Events frame the same lines", "[answer][stream]") {
+TEST_CASE("progressive answer: Server-Sent Events frame the same lines", "[unit][answer][stream]") {
   const auto cfg = product_config();
   gather::progressive_answer stream(cfg.routes[0], answer_format::sse);
   std::vector<section_outcome> outcomes(4);
@@ -111,7 +111,7 @@ TEST_CASE("progressive answer: Server-Sent Events frame the same lines", "[answe
         "event: done\ndata: {\"done\":true,\"degraded\":false,\"warnings\":[],\"request_id\":\"r\"}\n\n");
 }
 
-TEST_CASE("progressive answer: batch rows and the last line", "[answer][stream]") {
+TEST_CASE("progressive answer: batch rows and the last line", "[unit][answer][stream]") {
   auto row = gather::batch_row_event(answer_format::ndjson, 2, "7", ok("{\"s\":\r\n1}", 4));
   CHECK(line_json(row) == json{{"index", 2}, {"item", 7}, {"status", "ok"}, {"data", {{"s", 1}}}, {"attempts", 1}});
   row = gather::batch_row_event(answer_format::ndjson, 0, "\"o1\"", failed(section_status::timeout, 9));

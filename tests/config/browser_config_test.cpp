@@ -21,7 +21,7 @@ std::vector<std::string> problems_of(const json& cfg) { return gather::load_conf
 
 } // namespace
 
-TEST_CASE("cors config: origins, headers, defaults", "[cors][config]") {
+TEST_CASE("cors config: origins, headers, defaults", "[unit][cors][config]") {
   auto loaded = gather::load_config(
       with("cors", {{"allow_origins", {"https://Shop.Example.com", "http://127.0.0.1:3000", "http://[::1]:8080"}},
                     {"allow_headers", {"Authorization", "x-tenant", "AUTHORIZATION"}},
@@ -44,7 +44,7 @@ TEST_CASE("cors config: origins, headers, defaults", "[cors][config]") {
   CHECK_FALSE(gather::load_config(with("listen", "127.0.0.1:0").dump()).value->cors);
 }
 
-TEST_CASE("cors config: problems by JSON path", "[cors][config]") {
+TEST_CASE("cors config: problems by JSON path", "[unit][cors][config]") {
   CHECK(problems_of(with("cors", {{"allow_origins", {"*"}}, {"allow_credentials", true}})) ==
         std::vector<std::string>{"cors.allow_credentials: must be false when allow_origins is [\"*\"] "
                                  "(list the origins to allow credentials)"});
@@ -70,7 +70,7 @@ TEST_CASE("cors config: problems by JSON path", "[cors][config]") {
   CHECK(problems_of(with("cors", "yes")) == std::vector<std::string>{"cors: must be an object"});
 }
 
-TEST_CASE("compression config: defaults, order, problems by JSON path", "[compression][config]") {
+TEST_CASE("compression config: defaults, order, problems by JSON path", "[unit][compression][config]") {
   auto loaded = gather::load_config(with("compression", json::object()).dump());
   REQUIRE(loaded.value);
   REQUIRE(loaded.value->compression);

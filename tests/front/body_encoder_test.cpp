@@ -21,7 +21,7 @@ std::string sample_json(int rows) {
 
 } // namespace
 
-TEST_CASE("body encoder: whole bodies round-trip and shrink", "[compression]") {
+TEST_CASE("body encoder: whole bodies round-trip and shrink", "[unit][compression]") {
   const gather::compression_config settings;
   const auto body = sample_json(500);
   for (auto coding : {content_coding::gzip, content_coding::br}) {
@@ -33,7 +33,7 @@ TEST_CASE("body encoder: whole bodies round-trip and shrink", "[compression]") {
   CHECK(gather::test::decode_whole(content_coding::gzip, gather::encode_whole(content_coding::gzip, settings, "")).empty());
 }
 
-TEST_CASE("body encoder: each flushed piece decodes before the next is written", "[compression]") {
+TEST_CASE("body encoder: each flushed piece decodes before the next is written", "[unit][compression]") {
   gather::compression_config settings;
   for (auto coding : {content_coding::gzip, content_coding::br}) {
     for (int level : {1, 9}) {

@@ -13,7 +13,7 @@ const std::vector<answer_format> both{answer_format::ndjson, answer_format::sse}
 const std::vector<content_coding> br_gzip{content_coding::br, content_coding::gzip};
 } // namespace
 
-TEST_CASE("Accept: a stream only when named, with a q above 0 and at least json's", "[negotiation]") {
+TEST_CASE("Accept: a stream only when named, with a q above 0 and at least json's", "[unit][negotiation]") {
   CHECK(choose_format("", both) == answer_format::json);
   CHECK(choose_format("application/json", both) == answer_format::json);
   CHECK(choose_format("*/*", both) == answer_format::json);
@@ -45,7 +45,7 @@ TEST_CASE("Accept: a stream only when named, with a q above 0 and at least json'
   CHECK(choose_format("application/x-ndjson;ext=\"a,b\";q=0.9", both) == answer_format::ndjson);
 }
 
-TEST_CASE("Accept-Encoding: the first configured coding the client accepts", "[negotiation]") {
+TEST_CASE("Accept-Encoding: the first configured coding the client accepts", "[unit][negotiation]") {
   CHECK(choose_coding("", br_gzip) == content_coding::identity);
   CHECK(choose_coding("identity", br_gzip) == content_coding::identity);
   CHECK(choose_coding("gzip", br_gzip) == content_coding::gzip);

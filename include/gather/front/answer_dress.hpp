@@ -10,7 +10,7 @@
 
 #include "gather/config/config.hpp"
 #include "gather/front/body_encoder.hpp"
-#include "gather/front/cors_policy.hpp"
+#include "gather/admission/cors_policy.hpp"
 #include "gather/values/http_reply.hpp"
 
 namespace gather {

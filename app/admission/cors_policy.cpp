@@ -1,4 +1,4 @@
-#include "gather/front/cors_policy.hpp"
+#include "gather/admission/cors_policy.hpp"
 
 #include <algorithm>
 

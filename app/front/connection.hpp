@@ -64,12 +64,10 @@ public:
 /// coordinator hands its pieces over: one loop, one queue).
 class connection_sink final : public reply_sink {
 public:
-  connection_sink(boost::asio::any_io_executor loop, std::weak_ptr<connection_base> conn,
-                  request_dispatch& dispatch)
-    : loop_(loop), conn_(std::move(conn)), dispatch_(dispatch) {}
+  connection_sink(boost::asio::any_io_executor loop, std::weak_ptr<connection_base> conn)
+    : loop_(loop), conn_(std::move(conn)) {}
 
   void deliver(http_reply reply) override {
-    release();
     boost::asio::post(loop_, [conn = conn_, reply = std::move(reply)]() mutable {
       if (auto live = conn.lock())
         live->on_reply(std::move(reply));
@@ -85,17 +83,7 @@ public:
 
   void write(std::string piece) override { post_piece(std::move(piece), false); }
 
-  void end(std::string last) override {
-    release();
-    post_piece(std::move(last), true);
-  }
-
-  /// Gives back the request's admission, once, whoever ends it first (the coordinator's answer,
-  /// or the front stopping a progressive answer whose client hung up).
-  void release() {
-    if (!released_.exchange(true, std::memory_order_acq_rel))
-      dispatch_.release();
-  }
+  void end(std::string last) override { post_piece(std::move(last), true); }
 
 private:
   void post_piece(std::string piece, bool last) {
@@ -105,10 +93,8 @@ private:
     });
   }
 
-  std::atomic<bool> released_{false};
   boost::asio::any_io_executor loop_;
   std::weak_ptr<connection_base> conn_;
-  request_dispatch& dispatch_;
 };
 
 template <class Stream>
@@ -196,7 +182,7 @@ public:
 
   void force_close() override {
     if (started_ && sink_ && sink_->claim())
-      shared_.dispatch.give_up(*started_, false, request_id_, arrived_);
+      shared_.dispatch.give_up(*started_, sink_->record(), false);
     else if (state_ == phase::streaming)
       stop_stream();
     close();
@@ -222,7 +208,8 @@ private:
     if (shared_.draining.load(std::memory_order_relaxed) && buffer_.size() == 0)
       return close();
     state_ = phase::reading;
-    parser_.reset(); // made when the first byte of the next request arrives
+    admitting_.reset(); // it points into the parser's head
+    parser_.reset();    // made when the first byte of the next request arrives
     head_handled_ = false;
     close_after_ = false;
     dress_ = {};
@@ -271,10 +258,12 @@ private:
     dress_ = answer_dress(serving_->cfg, head.header("origin"), head.header("accept-encoding"));
     keep_alive_ = parser_->keep_alive();
     const bool body_follows = !parser_->is_done();
-    if (body_follows && shared_.dispatch.reads_body(*serving_, head, request_id_)) {
-      if (shared_.dispatch.overloaded(*serving_)) { // refused on the head: the body stays unread
-        close_after_ = true;
-        answer_now(shared_.dispatch.refuse_overloaded(*serving_, head, request_id_, clock::now()));
+    if (body_follows && request_dispatch::may_read_body(head)) {
+      admitting_.emplace(*serving_, head, request_id_, shared_.stats);
+      if (auto refused = shared_.dispatch.admit_head(*admitting_, clock::now())) {
+        close_after_ = true; // refused on the head: the body stays unread
+        admitting_.reset();
+        answer_now(*refused);
         return false;
       }
       if (boost::beast::iequals(head.header("expect"), "100-continue"))
@@ -293,6 +282,7 @@ private:
   }
 
   void refuse_unparsed(const error_code& ec) {
+    admitting_.reset();
     const auto why = parser_->refusal_for(ec);
     auto& head = parser_->head();
     request_id_ = head.target.empty() ? request_id_for(request_head{}) : request_id_for(head);
@@ -314,10 +304,11 @@ private:
     state_ = phase::waiting;
     head_only_ = parser_->head().method == "HEAD";
     version_ = parser_->head().version;
-    auto sink = std::make_shared<connection_sink>(stream_.get_executor(), this->weak_from_this(),
-                                                  shared_.dispatch);
-    auto result =
-      shared_.dispatch.serve(serving_, parser_->head(), std::move(body), request_id_, arrived_, sink);
+    auto sink = std::make_shared<connection_sink>(stream_.get_executor(), this->weak_from_this());
+    if (!admitting_) // else admitted on its head already: the route stays matched
+      admitting_.emplace(*serving_, parser_->head(), request_id_, shared_.stats);
+    auto result = shared_.dispatch.serve(serving_, *admitting_, std::move(body), arrived_, sink);
+    admitting_.reset();
     if (auto* reply = std::get_if<http_reply>(&result))
       return send_answer(std::move(*reply));
     started_ = std::move(std::get<started_request>(result));
@@ -384,7 +375,7 @@ private:
     if (state_ == phase::streaming) // mid-answer: what still runs is cancelled
       return stop_stream(), close();
     if (state_ == phase::waiting && started_ && sink_ && sink_->claim()) {
-      shared_.dispatch.give_up(*started_, true, request_id_, arrived_);
+      shared_.dispatch.give_up(*started_, sink_->record(), true);
       started_.reset();
       return close();
     }
@@ -402,12 +393,11 @@ private:
   // ---- writing -------------------------------------------------------------------------------
 
   /// A progressive answer that will not be finished (client gone, hard limit, server stopping):
-  /// its coordinator is stopped (it counts and logs the request) and its admission given back.
+  /// its coordinator is stopped; it finishes the request's record (a 499) and so gives back the
+  /// request's admission.
   void stop_stream() {
     if (started_)
       shared_.dispatch.cancel(*started_);
-    if (sink_)
-      sink_->release();
     started_.reset();
     sink_.reset();
     encoder_.reset();
@@ -520,7 +510,7 @@ private:
         if (state_ == phase::streaming) // a progressive answer that never ended: cut it off
           return stop_stream(), close();
         if (started_ && sink_ && sink_->claim()) {
-          auto reply = shared_.dispatch.give_up(*started_, false, request_id_, arrived_);
+          auto reply = shared_.dispatch.give_up(*started_, sink_->record(), false);
           started_.reset();
           sink_.reset();
           keep_alive_ = false;
@@ -548,6 +538,8 @@ private:
   boost::asio::steady_timer timer_;
   boost::beast::flat_buffer buffer_;
   std::optional<request_parser> parser_;
+  /// The request at admission, from its head (matched once) until it is served or refused.
+  std::optional<admission_request> admitting_;
   std::deque<pending_write> writes_;
   phase state_ = phase::reading;
   bool read_pending_ = false;

@@ -3,7 +3,7 @@
 
 #include <algorithm>
 
-#include "gather/front/cors_policy.hpp"
+#include "gather/admission/cors_policy.hpp"
 
 using gather::cors_config;
 
@@ -25,7 +25,7 @@ cors_config shop() {
 
 } // namespace
 
-TEST_CASE("CORS: an allowed origin gets its own origin back, another none", "[cors]") {
+TEST_CASE("CORS: an allowed origin gets its own origin back, another none", "[unit][cors]") {
   const auto cors = shop();
   const auto allowed = gather::cors_answer_headers(cors, "https://shop.example.com");
   CHECK(header(allowed, "Access-Control-Allow-Origin") == "https://shop.example.com");
@@ -49,7 +49,7 @@ TEST_CASE("CORS: an allowed origin gets its own origin back, another none", "[co
                "Access-Control-Allow-Credentials") == "true");
 }
 
-TEST_CASE("CORS: a preflight is allowed for the route's method and the allowed headers only", "[cors]") {
+TEST_CASE("CORS: a preflight is allowed for the route's method and the allowed headers only", "[unit][cors]") {
   CHECK(gather::is_preflight("OPTIONS", true, true));
   CHECK_FALSE(gather::is_preflight("OPTIONS", true, false));
   CHECK_FALSE(gather::is_preflight("OPTIONS", false, true));
@@ -74,4 +74,38 @@ TEST_CASE("CORS: a preflight is allowed for the route's method and the allowed h
       gather::cors_preflight(cors, "https://shop.example.com", "GET", "x-tenant, x-admin", "GET");
   CHECK_FALSE(header_refused.allowed);
   CHECK(header_refused.refusal == "header x-admin");
+}
+
+#include "gather/admission/admission.hpp"
+#include "support/serving_fixture.hpp"
+
+TEST_CASE("admission: a CORS preflight is answered right after the route, before the method", "[unit][cors][admission]") {
+  gather::test::serving_fixture f{R"({"max_inflight": 1, "routes": [
+    {"path": "/p/{id}", "sections": [{"name": "a", "url": "http://127.0.0.1:1/a", "timeout_ms": 10, "required": true}]}],
+    "cors": {"allow_origins": ["https://shop.example.com"], "allow_headers": ["x-tenant"]}})"};
+  gather::gateway_stats stats;
+  stats.inflight = 1; // full: a preflight needs no slot
+  const std::string id = "r1";
+  const auto check = [&](std::vector<std::pair<std::string, std::string>> headers, const char* target = "/p/1") {
+    const gather::request_head h{"OPTIONS", target, 11, std::move(headers)};
+    gather::admission_request request{*f.serving, h, id, stats};
+    return gather::admit(request);
+  };
+  auto allowed = check({{"origin", "https://shop.example.com"}, {"access-control-request-method", "GET"},
+                        {"access-control-request-headers", "X-Tenant"}});
+  REQUIRE(allowed);
+  CHECK(allowed->reply.status == 204);
+  CHECK(header(allowed->reply.headers, "Access-Control-Allow-Headers") == "x-tenant");
+  CHECK(allowed->detail == "CORS preflight");
+  auto refused = check({{"origin", "https://shop.example.com"}, {"access-control-request-method", "PUT"}});
+  REQUIRE(refused);
+  CHECK(refused->reply.status == 403);
+  CHECK(refused->detail == "CORS preflight refused: method");
+  auto not_preflight = check({{"origin", "https://shop.example.com"}});
+  REQUIRE(not_preflight);
+  CHECK(not_preflight->reply.status == 405);
+  auto no_route = check({{"origin", "https://shop.example.com"}, {"access-control-request-method", "GET"}}, "/q");
+  REQUIRE(no_route);
+  CHECK(no_route->reply.status == 404);
+  CHECK(stats.inflight == 1);
 }
