@@ -2,32 +2,18 @@
 
 #include <algorithm>
 
+#include "gather/values/header_text.hpp"
+
 namespace gather {
 
 namespace {
-
-std::string lower(std::string_view text) {
-  std::string out(text);
-  for (auto& c : out)
-    if (c >= 'A' && c <= 'Z')
-      c = static_cast<char>(c - 'A' + 'a');
-  return out;
-}
-
-std::string_view trim(std::string_view text) {
-  while (!text.empty() && (text.front() == ' ' || text.front() == '\t'))
-    text.remove_prefix(1);
-  while (!text.empty() && (text.back() == ' ' || text.back() == '\t'))
-    text.remove_suffix(1);
-  return text;
-}
 
 bool origin_allowed(const cors_config& cors, std::string_view origin) {
   if (origin.empty())
     return false;
   if (cors.any_origin)
     return true;
-  const auto wanted = lower(origin);
+  const auto wanted = lower_ascii(origin);
   return std::find(cors.allow_origins.begin(), cors.allow_origins.end(), wanted) !=
          cors.allow_origins.end();
 }
@@ -67,14 +53,14 @@ preflight_verdict cors_preflight(const cors_config& cors, std::string_view origi
     return verdict;
   }
   // A method token is case-sensitive (RFC 9110 §9.1).
-  if (trim(request_method) != route_method) {
+  if (trim_ows(request_method) != route_method) {
     verdict.refusal = "method";
     return verdict;
   }
   std::vector<std::string> asked;
   for (auto rest = request_headers; !rest.empty();) {
     const auto comma = rest.find(',');
-    const auto name = lower(trim(rest.substr(0, comma)));
+    const auto name = lower_ascii(trim_ows(rest.substr(0, comma)));
     rest = comma == std::string_view::npos ? std::string_view{} : rest.substr(comma + 1);
     if (name.empty())
       continue;

@@ -3,6 +3,8 @@
 #include <optional>
 #include <string>
 
+#include "gather/values/header_text.hpp"
+
 namespace gather {
 
 namespace {
@@ -11,16 +13,6 @@ struct weighted {
   std::string name; ///< lower-case: a media range or a coding
   double q = 1.0;
 };
-
-char lower(char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; }
-
-std::string_view trim(std::string_view text) {
-  while (!text.empty() && (text.front() == ' ' || text.front() == '\t'))
-    text.remove_prefix(1);
-  while (!text.empty() && (text.back() == ' ' || text.back() == '\t'))
-    text.remove_suffix(1);
-  return text;
-}
 
 /// qvalue = ( "0" [ "." 0*3DIGIT ] ) / ( "1" [ "." 0*3("0") ] ); nullopt when malformed.
 std::optional<double> parse_q(std::string_view text) {
@@ -54,21 +46,21 @@ std::vector<weighted> parse_list(std::string_view header) {
     auto element = header.substr(start, i - start);
     start = i + 1;
     const auto semicolon = element.find(';');
-    const auto name = trim(element.substr(0, semicolon));
+    const auto name = trim_ows(element.substr(0, semicolon));
     if (name.empty())
       continue;
     weighted entry;
     for (char c : name)
-      entry.name += lower(c);
+      entry.name += lower_ascii(c);
     bool valid = true;
     for (auto params = semicolon == std::string_view::npos ? std::string_view{} : element.substr(semicolon + 1);
          !params.empty();) {
       const auto next = params.find(';');
-      const auto param = trim(params.substr(0, next));
+      const auto param = trim_ows(params.substr(0, next));
       params = next == std::string_view::npos ? std::string_view{} : params.substr(next + 1);
       const auto eq = param.find('=');
-      if (eq != std::string_view::npos && trim(param.substr(0, eq)).size() == 1 && lower(param[0]) == 'q') {
-        const auto q = parse_q(trim(param.substr(eq + 1)));
+      if (eq != std::string_view::npos && trim_ows(param.substr(0, eq)).size() == 1 && lower_ascii(param[0]) == 'q') {
+        const auto q = parse_q(trim_ows(param.substr(eq + 1)));
         valid = q.has_value();
         if (q)
           entry.q = *q;
