@@ -28,9 +28,9 @@
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/http/read.hpp>
-#include <boost/beast/http/parser.hpp>
-#include <boost/beast/http/string_body.hpp>
 
+#include "gather/downstream/response_reading.hpp"
+#include "gather/downstream/url_split.hpp"
 #include "gather/runtime/io_loops.hpp"
 
 namespace gather {
@@ -44,8 +44,6 @@ using error_code = boost::system::error_code;
 
 /// Idle keep-alive connections kept per loop, all origins together.
 constexpr std::size_t max_idle_connections = 1024;
-/// Largest response head accepted from a downstream.
-constexpr std::uint32_t max_response_head_bytes = 65536;
 
 /// A write to a peer that closed its side raises SIGPIPE: ignored process-wide, the write fails.
 void init_process_once() {
@@ -65,62 +63,6 @@ std::unique_ptr<asio::ssl::context> make_client_tls() {
   ctx->set_default_verify_paths(ignored); // the system's CAs (and SSL_CERT_FILE / SSL_CERT_DIR)
   ctx->set_verify_mode(asio::ssl::verify_peer);
   return ctx;
-}
-
-/// A URL as the config renders it: http(s)://host[:port]/path?query (no user info, no fragment).
-struct origin_and_target {
-  bool tls = false;
-  std::string host;   ///< without brackets for IPv6
-  std::string port;
-  std::string target; ///< path and query, sent as rendered
-  std::string key;    ///< scheme://host:port, the pool's key
-  std::string host_header;
-};
-
-std::optional<origin_and_target> split_url(const std::string& url) {
-  origin_and_target out;
-  std::size_t at;
-  if (url.rfind("http://", 0) == 0) {
-    at = 7;
-  } else if (url.rfind("https://", 0) == 0) {
-    out.tls = true;
-    at = 8;
-  } else {
-    return std::nullopt;
-  }
-  const auto slash = url.find_first_of("/?", at);
-  const std::string authority = url.substr(at, slash == std::string::npos ? std::string::npos : slash - at);
-  out.target = slash == std::string::npos ? "/" : url.substr(slash);
-  if (out.target[0] == '?')
-    out.target = "/" + out.target;
-  if (authority.empty() || authority.find('@') != std::string::npos)
-    return std::nullopt;
-  std::string port;
-  if (authority[0] == '[') {
-    const auto close = authority.find(']');
-    if (close == std::string::npos)
-      return std::nullopt;
-    out.host = authority.substr(1, close - 1);
-    if (close + 1 < authority.size()) {
-      if (authority[close + 1] != ':')
-        return std::nullopt;
-      port = authority.substr(close + 2);
-    }
-  } else {
-    const auto colon = authority.rfind(':');
-    out.host = authority.substr(0, colon);
-    if (colon != std::string::npos)
-      port = authority.substr(colon + 1);
-  }
-  const auto digit = [](char c) { return c >= '0' && c <= '9'; };
-  if (out.host.empty() || port.size() > 5 || !std::all_of(port.begin(), port.end(), digit))
-    return std::nullopt;
-  if (!port.empty() && (std::stoi(port) < 1 || std::stoi(port) > 65535))
-    return std::nullopt; // a port no socket can have: refused here, never wrapped
-  out.port = port.empty() ? (out.tls ? "443" : "80") : port;
-  out.key = (out.tls ? "https://" : "http://") + out.host + ":" + out.port;
-  out.host_header = authority;
-  return out;
 }
 
 /// One connection to a downstream origin, plain or TLS.
@@ -152,7 +94,7 @@ struct transfer {
   downstream_client::completion done;
   asio::steady_timer timer;
   std::unique_ptr<connection> conn;
-  std::optional<http::response_parser<http::string_body>> parser;
+  std::optional<response_parser> parser;
   bool reused = false;  ///< the connection came from the pool
   bool resent = false;  ///< already sent once more on a new connection
   bool finished = false;
@@ -337,10 +279,26 @@ private:
     });
   }
 
+  /// The head first, held to its cap (head_within_cap), then the rest of the answer.
   void receive(const std::shared_ptr<transfer>& t) {
     t->parser.emplace();
-    t->parser->header_limit(max_response_head_bytes);
-    t->parser->body_limit(t->max_body_bytes);
+    limit_response(*t->parser, t->max_body_bytes);
+    with_stream(*t->conn, [&](auto& stream) {
+      http::async_read_header(stream, t->conn->buffer, *t->parser,
+                              [this, t](const error_code& ec, std::size_t head_bytes) {
+                                if (t->finished)
+                                  return;
+                                if (ec)
+                                  return read_failed(t, ec);
+                                if (!head_within_cap(head_bytes))
+                                  return fail(*t, transfer_error::protocol,
+                                              "malformed response from " + t->where.key + ": header limit exceeded");
+                                receive_body(t);
+                              });
+    });
+  }
+
+  void receive_body(const std::shared_ptr<transfer>& t) {
     with_stream(*t->conn, [&](auto& stream) {
       http::async_read(stream, t->conn->buffer, *t->parser, [this, t](const error_code& ec, std::size_t) {
         if (t->finished)
@@ -364,17 +322,16 @@ private:
   }
 
   void read_failed(const std::shared_ptr<transfer>& t, const error_code& ec) {
-    if (ec == http::error::body_limit)
+    switch (classify_read_failure(*t->parser, ec)) {
+    case read_failure::too_large:
       return fail(*t, transfer_error::too_large, "the body exceeded max_response_bytes");
-    // (stream_truncated: a TLS server that closed an idle connection without close_notify.)
-    if (!t->parser->got_some() && (ec == http::error::end_of_stream || ec == asio::error::eof ||
-                                   ec == asio::ssl::error::stream_truncated ||
-                                   ec == asio::error::connection_reset || ec == asio::error::broken_pipe))
+    case read_failure::lost_before_answer:
       return lost_connection(t, ec);
-    // Beast's own errors other than a connection that ended early are a malformed answer.
-    if (ec.category() == http::make_error_code(http::error::bad_version).category() &&
-        ec != http::error::end_of_stream && ec != http::error::partial_message)
+    case read_failure::malformed:
       return fail(*t, transfer_error::protocol, "malformed response from " + t->where.key + ": " + ec.message());
+    case read_failure::ended:
+      break;
+    }
     fail(*t, transfer_error::connect, "connection to " + t->where.key + " ended: " + ec.message());
   }
 
