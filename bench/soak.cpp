@@ -351,15 +351,19 @@ int main(int argc, char** argv) {
     case kind::abandoned: req.url += "/hang/" + id; break;
     }
     ++sent;
-    const auto id_of = load.submit(std::move(req), [&](gather::transfer_result&& r) {
-      count(r.error == gather::transfer_error::none ? static_cast<int>(r.http_status) : -1);
+    // Counted once: by its completion, or as 499 by the cancel that got there first.
+    auto counted = std::make_shared<std::atomic<bool>>(false);
+    const auto id_of = load.submit(std::move(req), [&count, counted](gather::transfer_result&& r) {
+      if (!counted->exchange(true))
+        count(r.error == gather::transfer_error::none ? static_cast<int>(r.http_status) : -1);
     });
     if (k == kind::abandoned) {
       // Cancelled from a short-lived thread: the connection closes mid-request (the gateway logs 499).
-      std::thread([&load, &count, id_of] {
+      std::thread([&load, &count, id_of, counted] {
         std::this_thread::sleep_for(milliseconds{50});
         load.cancel(id_of);
-        count(499);
+        if (!counted->exchange(true))
+          count(499);
       }).detach();
     }
   };
