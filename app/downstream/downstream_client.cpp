@@ -3,9 +3,9 @@
 // everything else belongs to the loop's thread, so the pools, the running transfers and their
 // sockets need no lock.
 //
-// One transfer: take an idle connection for its origin or connect a new one (async resolve for a
-// host name, TLS with SNI and certificate and host name verification for https), write the
-// request, read the response with Beast's parser bounded by max_body_bytes, hand the connection
+// One transfer: take an idle connection for its origin or connect a new one (a host name looked up
+// on that name's own thread, name_lookups.hpp; TLS with SNI and certificate and host name
+// verification for https), write the request, read the response with Beast's parser bounded by max_body_bytes, hand the connection
 // back to the pool when the response allows keep-alive. One timer bounds the whole transfer
 // (connect, send, a trickling body). A reused connection that the server closed while idle fails
 // before any byte of the answer: then, and only then, the request is sent once more on a new one.
@@ -29,6 +29,7 @@
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/http/read.hpp>
 
+#include "gather/downstream/name_lookups.hpp"
 #include "gather/downstream/response_reading.hpp"
 #include "gather/downstream/url_split.hpp"
 #include "gather/runtime/io_loops.hpp"
@@ -100,11 +101,12 @@ struct transfer {
   bool finished = false;
 };
 
-/// The pools, the resolver and the running transfers of one event loop.
+/// The pools and the running transfers of one event loop.
 class loop_client {
 public:
-  loop_client(asio::io_context& loop, std::atomic<std::size_t>& inflight, asio::ssl::context& tls)
-    : loop_(loop), resolver_(loop), tls_(tls), inflight_(inflight) {}
+  loop_client(asio::io_context& loop, name_lookups& lookups, std::atomic<std::size_t>& inflight,
+              asio::ssl::context& tls)
+    : loop_(loop), lookups_(lookups), tls_(tls), inflight_(inflight) {}
 
   /// The loop has stopped (or never ran): nothing runs any more.
   ~loop_client() {
@@ -220,17 +222,16 @@ private:
         connected(t, cec);
       });
     }
-    resolver_.async_resolve(t->where.host, t->where.port,
-                            [this, t](const error_code& rec, const tcp::resolver::results_type& found) {
-                              if (t->finished)
-                                return;
-                              if (rec)
-                                return fail(*t, transfer_error::connect, "could not resolve " + t->where.host + ": " + rec.message());
-                              asio::async_connect(t->conn->lowest(), found,
-                                                  [this, t](const error_code& cec, const tcp::endpoint&) {
-                                                    connected(t, cec);
-                                                  });
-                            });
+    // On the name's own thread (name_lookups.hpp): a name that never resolves delays no other.
+    lookups_.resolve(t->where.host, t->where.port, loop_, [this, t](const error_code& rec, name_lookups::endpoints found) {
+      if (t->finished)
+        return;
+      if (rec)
+        return fail(*t, transfer_error::connect, "could not resolve " + t->where.host + ": " + rec.message());
+      asio::async_connect(t->conn->lowest(), found, [this, t](const error_code& cec, const tcp::endpoint&) {
+        connected(t, cec);
+      });
+    });
   }
 
   void connected(const std::shared_ptr<transfer>& t, const error_code& ec) {
@@ -375,7 +376,7 @@ private:
   }
 
   asio::io_context& loop_;
-  tcp::resolver resolver_;
+  name_lookups& lookups_;
   asio::ssl::context& tls_;
   std::atomic<std::size_t>& inflight_;
   std::unordered_map<std::uint64_t, std::shared_ptr<transfer>> running_;
@@ -392,13 +393,14 @@ struct downstream_client::impl {
   std::atomic<std::size_t> inflight{0};
   std::atomic<std::size_t> queued{0};
   std::unique_ptr<asio::ssl::context> tls;           ///< https downstreams: verify peer and name
+  name_lookups lookups; ///< before the clients: its threads are joined after they are gone
   std::vector<std::unique_ptr<loop_client>> clients; ///< one per loop
 
   impl(std::unique_ptr<io_loops> own, io_loops& l) : own_loops(std::move(own)), loops(l) {
     init_process_once();
     tls = make_client_tls();
     for (std::size_t i = 0; i < loops.size(); ++i)
-      clients.push_back(std::make_unique<loop_client>(loops.loop(i), inflight, *tls));
+      clients.push_back(std::make_unique<loop_client>(loops.loop(i), lookups, inflight, *tls));
     if (own_loops)
       own_loops->start();
   }
