@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The fault lab (docs/security.md, "Real faults"): gateway, downstreams, a fault proxy, a DNS
 # resolver and the load generator inside a network namespace of their own (127.0.0.1 of that
-# namespace only), one fault after another. Needs root, iproute2, nftables (and the tbf qdisc);
+# namespace only), one fault after another. Needs root, iproute2, nftables (and the tbf qdisc), nginx;
 # skipped with the reason otherwise (exit 77). Opt-in: never run by ctest.
 #
 #   bench/faults/run.sh [BUILD_DIR] [lab.py options]      e.g. bench/faults/run.sh build --only dns
