@@ -5,7 +5,8 @@
 #
 # Environment: GATHER_BIN (default build-bench/gather, else build/gather), DURATION (wrk seconds,
 # default 10), NGINX_PORT (default 18931), WRK_THREADS (default 2), PERF_OUT (if set: `perf record
-# -g` of the gateway during each measured run, to PERF_OUT.<scenario>), CLUSTER_NODES (default "0 1 2"),
+# -g` of the gateway during each measured run, to PERF_OUT.<scenario>; PERF_CALLGRAPH, default
+# dwarf,16384: Debian's libraries have no frame pointers), CLUSTER_NODES (default "0 1 2"),
 # GATHER_TOP (a JSON object merged into every config's top level, e.g. '{"io_threads": 2}').
 # Needs: nginx-light libnginx-mod-http-echo wrk (apt-get install -y nginx-light
 # libnginx-mod-http-echo wrk), python3, curl.
@@ -168,7 +169,7 @@ bench() {
   sample_loop "$GW_PID" "$WORK/sample" & local sampler=$!
   local perf_pid=
   if [[ -n ${PERF_OUT:-} ]]; then # profile the gateway during the measured run (docs/performance.md)
-    perf record -F 499 -g -p "$GW_PID" -o "$PERF_OUT.$name" -- sleep "$DURATION" >/dev/null 2>&1 &
+    perf record -F 499 --call-graph "${PERF_CALLGRAPH:-dwarf,16384}" -p "$GW_PID" -o "$PERF_OUT.$name" -- sleep "$DURATION" >/dev/null 2>&1 &
     perf_pid=$!
   fi
   wrk -t"$WRK_THREADS" -c"$conns" -d"${DURATION}s" --timeout 10s --latency "$@" "$url" > "$WORK/wrk.out" 2>&1 || true
