@@ -201,7 +201,7 @@ std::string demo_downstreams::banner() const {
 Gather demo: three routes on simulated downstreams (reviews is slow, shop is flaky, carrier is down).
 Try:
   curl -s {base}/products/42            # degraded: reviews times out (its fallback shows); flaky shop is retried
-  curl -N -H 'Accept: application/x-ndjson' {base}/products/42   # progressive: a line per section as it ends, reviews last
+  curl -N -H 'Accept: application/x-ndjson' {base}/products/42   # progressive: a line per section as it ends, the slow reviews at its timeout
   curl -s {base}/products/17            # dependent: shop's URL uses base's shop_id (s-7)
   curl -s {base}/products/1234          # stock answers 404: its data comes from base.stock
   curl -s -H 'X-Tenant: acme' {base}/products/42     # run twice: promo's source turns live -> cache

@@ -2,6 +2,7 @@
 // prints run as printed (by /bin/sh, with the real curl), each checked for what its comment claims.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <csignal>
 #include <fstream>
 #include <functional>
@@ -136,9 +137,11 @@ TEST_CASE("demo: every curl line it prints works as printed and shows what it sa
     for (std::size_t i = 0; i < 6; ++i)
       names.insert(lines[i]["section"].get<std::string>());
     CHECK(names == std::set<std::string>{"base", "price", "stock", "promo", "reviews", "shop"});
-    CHECK(lines[5]["section"] == "reviews"); // the slow one ends last, at its timeout
-    CHECK(lines[5]["status"] == "timeout");
-    CHECK(lines[5]["data"] == json{{"score", 0}, {"count", 0}});
+    // The slow one ends at its timeout (on a loaded machine the retried shop may end after it).
+    const auto reviews = std::find_if(lines.begin(), lines.end(), [](const json& l) { return l["section"] == "reviews"; });
+    REQUIRE(reviews != lines.end());
+    CHECK((*reviews)["status"] == "timeout");
+    CHECK((*reviews)["data"] == json{{"score", 0}, {"count", 0}});
     CHECK(lines[6]["done"] == true);
     CHECK(lines[6]["warnings"] == json{"reviews_timeout"});
   };
@@ -246,7 +249,7 @@ TEST_CASE("demo: every curl line it prints works as printed and shows what it sa
   CHECK(page->get_header_value("Content-Type") == "text/html; charset=utf-8");
 
   // The progressive page, in a real browser: an EventSource across origins (the demo's cors
-  // allows the page's), every section drawn as it arrived, reviews last, then the summary.
+  // allows the page's), every section drawn as it arrived, reviews with its fallback, the summary.
   std::smatch page_match;
   REQUIRE(std::regex_search(page_line, page_match, std::regex{R"(Progressive page: (\S+))"}));
   CHECK(page_line == "Progressive page: " + page_match[1].str() + " (the product page drawn part by part)");
@@ -255,7 +258,7 @@ TEST_CASE("demo: every curl line it prints works as printed and shows what it sa
   CHECK(dom.find(R"(id="sections" data-state="done")") != std::string::npos);
   for (const char* name : {"base", "price", "stock", "promo", "shop"})
     CHECK(dom.find(std::string{R"(data-section=")"} + name + R"(" data-status="ok")") != std::string::npos);
-  CHECK(dom.find(R"(data-section="reviews" data-status="timeout" data-source="fallback" data-order="5")") !=
+  CHECK(dom.find(R"(data-section="reviews" data-status="timeout" data-source="fallback" data-order=")") !=
         std::string::npos);
   CHECK(dom.find("Degraded: reviews_timeout") != std::string::npos);
 
