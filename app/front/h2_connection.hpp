@@ -23,7 +23,7 @@
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/string.hpp>
 
-#include "gather/front/connection.hpp"
+#include "connection.hpp"
 #include "h2_session.hpp"
 
 namespace gather {
@@ -86,7 +86,7 @@ public:
   void force_close() override {
     for (auto& [id, s] : streams_)
       if (s->started && s->sink && s->sink->claim())
-        shared_.dispatch.give_up(*s->started, false, s->request_id, s->arrived);
+        shared_.dispatch.give_up(*s->started, s->sink->record(), false);
     close();
   }
 
@@ -106,6 +106,7 @@ private:
     std::string authority;
     std::size_t fields = 0;
     parse_refusal refusal = parse_refusal::none;
+    std::optional<admission_request> admitting; ///< admitted on its head: its body is read
     std::string body;
     std::string request_id;
     clock::time_point arrived;
@@ -214,10 +215,12 @@ private:
     s->request_id = request_id_for(s->head);
     if (s->refusal != parse_refusal::none)
       return refuse(id, *s);
-    if (!ends_stream && shared_.dispatch.reads_body(*s->serving, s->head, s->request_id)) {
-      if (shared_.dispatch.overloaded(*s->serving)) // refused on the head: the body stays unread
-        return answer(id, *s,
-                      shared_.dispatch.refuse_overloaded(*s->serving, s->head, s->request_id, clock::now()));
+    if (!ends_stream && request_dispatch::may_read_body(s->head)) {
+      s->admitting.emplace(*s->serving, s->head, s->request_id, shared_.stats);
+      if (auto refused = shared_.dispatch.admit_head(*s->admitting, clock::now())) {
+        s->admitting.reset(); // refused on the head: the body stays unread
+        return answer(id, *s, std::move(*refused));
+      }
       s->at = stage::body;
       return;
     }
@@ -253,7 +256,7 @@ private:
     // Reset by the client (or the connection is ending) before its answer: as a hang-up in
     // HTTP/1.1, the request is given up and its coordinator stopped.
     if (s.started && s.sink && s.sink->claim())
-      shared_.dispatch.give_up(*s.started, true, s.request_id, s.arrived);
+      shared_.dispatch.give_up(*s.started, s.sink->record(), true);
     s.timer.cancel();
     streams_.erase(it);
     shared_.stats.h2_streams.fetch_sub(1, std::memory_order_relaxed);
@@ -281,9 +284,11 @@ private:
   void serve(std::int32_t id, h2_stream& s) {
     s.at = stage::serving;
     s.arrived = clock::now();
-    auto sink = std::make_shared<connection_sink>(stream_.get_executor(), this->weak_from_this(),
-                                                  shared_.dispatch, id);
-    auto result = shared_.dispatch.serve(s.serving, s.head, std::move(s.body), s.request_id, s.arrived, sink);
+    auto sink = std::make_shared<connection_sink>(stream_.get_executor(), this->weak_from_this(), id);
+    if (!s.admitting) // else admitted on its head already: the route stays matched
+      s.admitting.emplace(*s.serving, s.head, s.request_id, shared_.stats);
+    auto result = shared_.dispatch.serve(s.serving, *s.admitting, std::move(s.body), s.arrived, sink);
+    s.admitting.reset();
     if (auto* reply = std::get_if<http_reply>(&result))
       return answer(id, s, std::move(*reply));
     s.started = std::move(std::get<started_request>(result));
@@ -293,6 +298,7 @@ private:
 
   /// A request refused before it was served (414, 431, 413): counted and logged as HTTP/1.1's.
   void refuse(std::int32_t id, h2_stream& s) {
+    s.admitting.reset();
     answer(id, s, shared_.dispatch.refuse_unparsed(*s.serving, s.refusal, s.head, s.request_id, clock::now()));
   }
 
@@ -359,7 +365,7 @@ private:
         return;
       case why::hard_limit:
         if (s->started && s->sink && s->sink->claim()) {
-          auto reply = shared_.dispatch.give_up(*s->started, false, s->request_id, s->arrived);
+          auto reply = shared_.dispatch.give_up(*s->started, s->sink->record(), false);
           return answer(id, *s, std::move(reply));
         }
         return;
@@ -476,7 +482,7 @@ private:
     closed_ = true;
     for (auto& [id, s] : streams_) {
       if (s->started && s->sink && s->sink->claim())
-        shared_.dispatch.give_up(*s->started, true, s->request_id, s->arrived);
+        shared_.dispatch.give_up(*s->started, s->sink->record(), true);
       s->timer.cancel();
     }
     shared_.stats.h2_streams.fetch_sub(static_cast<std::int64_t>(streams_.size()), std::memory_order_relaxed);

@@ -16,7 +16,7 @@
 #include <boost/asio/ssl/stream.hpp>
 #include <boost/asio/steady_timer.hpp>
 
-#include "gather/front/connection.hpp"
+#include "connection.hpp"
 
 namespace gather {
 

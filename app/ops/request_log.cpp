@@ -21,16 +21,14 @@ double unix_seconds() {
 }
 
 nlohmann::json base_record(const std::string& request_id, const std::string& route, int status,
-                           std::int64_t ms, const std::string& trace_id) {
+                           std::int64_t ms, const std::string& trace_id, const char* proto) {
   nlohmann::json record = {{"ts", unix_seconds()}, {"request_id", request_id}, {"route", route},
                            {"status", status},     {"ms", ms}};
   if (!trace_id.empty())
     record["trace_id"] = trace_id;
+  if (proto)
+    record["proto"] = proto;
   return record;
-}
-
-std::string trace_id_of(const inbound_request& in) {
-  return in.trace.started() ? in.trace.trace_id_text() : std::string{};
 }
 
 void emit(const nlohmann::json& record) {
@@ -46,10 +44,10 @@ void write_log_line(const std::string& json_line) {
   std::fputc('\n', stderr);
 }
 
-void log_request(const inbound_request& in, const std::string& route, int status, std::int64_t ms,
-                 const std::vector<section_config>& sections,
-                 const std::vector<section_outcome>& outcomes) {
-  auto record = base_record(in.request_id, route, status, ms, trace_id_of(in));
+void log_request(const std::string& request_id, const std::string& trace_id, const std::string& route,
+                 int status, std::int64_t ms, const std::vector<section_config>& sections,
+                 const std::vector<section_outcome>& outcomes, const char* proto) {
+  auto record = base_record(request_id, route, status, ms, trace_id, proto);
   auto& parts = record["sections"] = nlohmann::json::object();
   for (std::size_t i = 0; i < sections.size(); ++i) {
     const auto& o = outcomes[i];
@@ -71,10 +69,10 @@ void log_request(const inbound_request& in, const std::string& route, int status
   emit(record);
 }
 
-void log_batch_request(const inbound_request& in, const std::string& route, int status,
-                       std::int64_t ms, const batch_plan& plan,
-                       const std::vector<section_outcome>& calls) {
-  auto record = base_record(in.request_id, route, status, ms, trace_id_of(in));
+void log_batch_request(const std::string& request_id, const std::string& trace_id,
+                       const std::string& route, int status, std::int64_t ms, const batch_plan& plan,
+                       const std::vector<section_outcome>& calls, const char* proto) {
+  auto record = base_record(request_id, route, status, ms, trace_id, proto);
   const auto counts = count_rows(plan, calls);
   std::int64_t attempts = 0;
   std::size_t not_started = 0;
@@ -115,8 +113,9 @@ void log_batch_request(const inbound_request& in, const std::string& route, int 
 }
 
 void log_request(const std::string& request_id, const std::string& route, int status,
-                 std::int64_t ms, const std::string& detail, const std::string& trace_id) {
-  auto record = base_record(request_id, route, status, ms, trace_id);
+                 std::int64_t ms, const std::string& detail, const std::string& trace_id,
+                 const char* proto) {
+  auto record = base_record(request_id, route, status, ms, trace_id, proto);
   if (!detail.empty())
     record["detail"] = detail;
   emit(record);

@@ -59,11 +59,10 @@ public:
 class connection_sink final : public reply_sink {
 public:
   connection_sink(boost::asio::any_io_executor loop, std::weak_ptr<connection_base> conn,
-                  request_dispatch& dispatch, std::int32_t stream = 0)
-    : loop_(loop), conn_(std::move(conn)), dispatch_(dispatch), stream_(stream) {}
+                  std::int32_t stream = 0)
+    : loop_(loop), conn_(std::move(conn)), stream_(stream) {}
 
   void deliver(http_reply reply) override {
-    dispatch_.release();
     boost::asio::post(loop_, [conn = conn_, stream = stream_, reply = std::move(reply)]() mutable {
       if (auto live = conn.lock())
         live->on_reply(stream, std::move(reply));
@@ -73,7 +72,6 @@ public:
 private:
   boost::asio::any_io_executor loop_;
   std::weak_ptr<connection_base> conn_;
-  request_dispatch& dispatch_;
   std::int32_t stream_;
 };
 
@@ -143,7 +141,7 @@ public:
 
   void force_close() override {
     if (started_ && sink_ && sink_->claim())
-      shared_.dispatch.give_up(*started_, false, request_id_, arrived_);
+      shared_.dispatch.give_up(*started_, sink_->record(), false);
     close();
   }
 
@@ -167,7 +165,8 @@ private:
     if (shared_.draining.load(std::memory_order_relaxed) && buffer_.size() == 0)
       return close();
     state_ = phase::reading;
-    parser_.reset(); // made when the first byte of the next request arrives
+    admitting_.reset(); // it points into the parser's head
+    parser_.reset();    // made when the first byte of the next request arrives
     head_handled_ = false;
     close_after_ = false;
     request_begun_ = false;
@@ -215,10 +214,12 @@ private:
     request_id_ = request_id_for(head);
     keep_alive_ = parser_->keep_alive();
     const bool body_follows = !parser_->is_done();
-    if (body_follows && shared_.dispatch.reads_body(*serving_, head, request_id_)) {
-      if (shared_.dispatch.overloaded(*serving_)) { // refused on the head: the body stays unread
-        close_after_ = true;
-        answer_now(shared_.dispatch.refuse_overloaded(*serving_, head, request_id_, clock::now()));
+    if (body_follows && request_dispatch::may_read_body(head)) {
+      admitting_.emplace(*serving_, head, request_id_, shared_.stats);
+      if (auto refused = shared_.dispatch.admit_head(*admitting_, clock::now())) {
+        close_after_ = true; // refused on the head: the body stays unread
+        admitting_.reset();
+        answer_now(*refused);
         return false;
       }
       if (boost::beast::iequals(head.header("expect"), "100-continue"))
@@ -237,6 +238,7 @@ private:
   }
 
   void refuse_unparsed(const error_code& ec) {
+    admitting_.reset();
     const auto why = parser_->refusal_for(ec);
     auto& head = parser_->head();
     count_proto(head.target.empty() ? 11 : head.version);
@@ -259,10 +261,11 @@ private:
     state_ = phase::waiting;
     head_only_ = parser_->head().method == "HEAD";
     version_ = parser_->head().version;
-    auto sink = std::make_shared<connection_sink>(stream_.get_executor(), this->weak_from_this(),
-                                                  shared_.dispatch);
-    auto result =
-      shared_.dispatch.serve(serving_, parser_->head(), std::move(body), request_id_, arrived_, sink);
+    auto sink = std::make_shared<connection_sink>(stream_.get_executor(), this->weak_from_this());
+    if (!admitting_) // else admitted on its head already: the route stays matched
+      admitting_.emplace(*serving_, parser_->head(), request_id_, shared_.stats);
+    auto result = shared_.dispatch.serve(serving_, *admitting_, std::move(body), arrived_, sink);
+    admitting_.reset();
     if (auto* reply = std::get_if<http_reply>(&result))
       return send_answer(*reply);
     started_ = std::move(std::get<started_request>(result));
@@ -335,7 +338,7 @@ private:
   /// The client closed or reset its side.
   void on_read_end() {
     if (state_ == phase::waiting && started_ && sink_ && sink_->claim()) {
-      shared_.dispatch.give_up(*started_, true, request_id_, arrived_);
+      shared_.dispatch.give_up(*started_, sink_->record(), true);
       started_.reset();
       return close();
     }
@@ -455,7 +458,7 @@ private:
         return set_deadline(started_ ? started_->hard_limit : clock::time_point::max(), why::hard_limit);
       case why::hard_limit:
         if (started_ && sink_ && sink_->claim()) {
-          const auto reply = shared_.dispatch.give_up(*started_, false, request_id_, arrived_);
+          const auto reply = shared_.dispatch.give_up(*started_, sink_->record(), false);
           started_.reset();
           sink_.reset();
           keep_alive_ = false;
@@ -483,6 +486,8 @@ private:
   boost::asio::steady_timer timer_;
   boost::beast::flat_buffer buffer_;
   std::optional<request_parser> parser_;
+  /// The request at admission, from its head (matched once) until it is served or refused.
+  std::optional<admission_request> admitting_;
   std::deque<pending_write> writes_;
   phase state_ = phase::reading;
   bool read_pending_ = false;
