@@ -188,14 +188,20 @@ bench() {
   p99=$(to_ms "$(awk '$1 == "99%" {print $2}' "$out")")
   non2xx=$(awk '/Non-2xx/ {print $NF}' "$out"); non2xx=${non2xx:-0}
   sockerr=$(awk '/Socket errors/ {gsub(",", ""); print $4 + $6 + $8 + $10}' "$out"); sockerr=${sockerr:-0}
-  local cpu_us cpu_k
-  cpu_us=$(awk -v d=$((c1 - c0)) -v t="$TICKS" -v n="$total" 'BEGIN {printf "%.0f", d / t / n * 1e6}')
-  cpu_k=$(awk -v d=$((c1 - c0)) -v t="$TICKS" -v n="$total" 'BEGIN {printf "%.3f", d / t / n * 1000}')
-  printf '%-22s %6s %9s %8s %8s %8s %8s %7s %11s %11s %9s %9s %s\n' \
-    "$name" "$conns" "$rps" "$p50" "$p90" "$p99" "$non2xx" "$sockerr" "$th_idle/$th_load" \
-    "$((rss_idle / 1024))/$((rss_load / 1024))" "$cpu_us" "$cpu_k" "$load"
+  print_row "$name" "$conns" "$rps" "$p50" "$p90" "$p99" "$non2xx" "$sockerr" "$th_idle/$th_load" \
+    "$((rss_idle / 1024))/$((rss_load / 1024))" $((c1 - c0)) "$total" "$load"
   grep '^LUA' "$out" | sed 's/^/    /' || true
-  ROW_RPS=$rps; ROW_CPU_US=$cpu_us
+}
+
+# print_row NAME CONNS RPS P50 P90 P99 NON200 ERRORS THREADS RSS CPU_TICKS REQUESTS LOAD: one table
+# row, CPU per request from the ticks; sets ROW_RPS, ROW_CPU_US.
+print_row() {
+  local cpu_us cpu_k
+  cpu_us=$(awk -v d="${11}" -v t="$TICKS" -v n="${12}" 'BEGIN {printf "%.0f", d / t / n * 1e6}')
+  cpu_k=$(awk -v d="${11}" -v t="$TICKS" -v n="${12}" 'BEGIN {printf "%.3f", d / t / n * 1000}')
+  printf '%-22s %6s %9s %8s %8s %8s %8s %7s %11s %11s %9s %9s %s\n' \
+    "$1" "$2" "$3" "$4" "$5" "$6" "$7" "$8" "$9" "${10}" "$cpu_us" "$cpu_k" "${13}"
+  ROW_RPS=$3; ROW_CPU_US=$cpu_us
 }
 
 # bench_h2 NAME CONFIG PATH: one row over h2c (prior knowledge) with h2load: 4 connections, 100
@@ -224,13 +230,8 @@ bench_h2() {
   read -r p50 p90 p99 < <(awk '{print $3}' "$WORK/h2load.log" | sort -n | awk '{v[NR] = $1}
     END {if (NR == 0) {print "- - -"; exit}
          printf "%.2f %.2f %.2f\n", v[int(NR * 0.50) + 1] / 1000, v[int(NR * 0.90) + 1] / 1000, v[int(NR * 0.99) + 1] / 1000}')
-  local cpu_us cpu_k
-  cpu_us=$(awk -v d=$((c1 - c0)) -v t="$TICKS" -v n="$total" 'BEGIN {printf "%.0f", d / t / n * 1e6}')
-  cpu_k=$(awk -v d=$((c1 - c0)) -v t="$TICKS" -v n="$total" 'BEGIN {printf "%.3f", d / t / n * 1000}')
-  printf '%-22s %6s %9s %8s %8s %8s %8s %7s %11s %11s %9s %9s %s\n' \
-    "$name" "${conns}x$streams" "$rps" "$p50" "$p90" "$p99" "$non2xx" "$errors" "$th_idle/$th_load" \
-    "$((rss_idle / 1024))/$((rss_load / 1024))" "$cpu_us" "$cpu_k" "$load"
-  ROW_RPS=$rps; ROW_CPU_US=$cpu_us
+  print_row "$name" "${conns}x$streams" "$rps" "$p50" "$p90" "$p99" "$non2xx" "$errors" "$th_idle/$th_load" \
+    "$((rss_idle / 1024))/$((rss_load / 1024))" $((c1 - c0)) "$total" "$load"
 }
 
 S2_LUA=$WORK/degraded.lua
