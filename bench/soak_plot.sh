@@ -31,7 +31,7 @@ set title "open file descriptors"
 set yrange [0:*]
 plot "$csv" every ::1 using (\$1/60.0):4 with lines lw 2 title "fds", \
      "$csv" every ::1 using (\$1/60.0):6 with lines lw 1 title "client connections (/debug/actors)"
-set title "actors (/debug/actors actors_running)"
+set title "actors (/debug/actors)"
 set yrange [0:*]
 plot "$csv" every ::1 using (\$1/60.0):5 with lines lw 2 title "actors running", \
      "$csv" every ::1 using (\$1/60.0):7 with lines lw 1 title "coordinators"
