@@ -51,33 +51,36 @@ struct front_shared {
 class connection_base {
 public:
   virtual ~connection_base() = default;
-  virtual void on_reply(http_reply reply) = 0;
-  /// A progressive answer (docs/api.md): its head, each piece, and the last piece.
-  virtual void on_stream_open(http_reply head) = 0;
-  virtual void on_stream_piece(std::string piece, bool last) = 0;
+  /// The answer to the request on `stream` (HTTP/2's stream id; 0 in HTTP/1.1).
+  virtual void on_reply(std::int32_t stream, http_reply reply) = 0;
+  /// A progressive answer (docs/api.md) on `stream`: its head, each piece, and the last piece.
+  virtual void on_stream_open(std::int32_t stream, http_reply head) = 0;
+  virtual void on_stream_piece(std::int32_t stream, std::string piece, bool last) = 0;
   /// The server stops: close when idle, else after the answer in progress.
   virtual void drain() = 0;
   virtual void force_close() = 0;
 };
 
-/// The front's side of reply_sink: posts the answer to the connection's loop (in the order the
-/// coordinator hands its pieces over: one loop, one queue).
+/// The front's side of reply_sink: posts the answer to the connection's loop, for the request on
+/// `stream` (an HTTP/2 stream id, or 0), in the order the coordinator hands its pieces over (one
+/// loop, one queue).
 class connection_sink final : public reply_sink {
 public:
-  connection_sink(boost::asio::any_io_executor loop, std::weak_ptr<connection_base> conn)
-    : loop_(loop), conn_(std::move(conn)) {}
+  connection_sink(boost::asio::any_io_executor loop, std::weak_ptr<connection_base> conn,
+                  std::int32_t stream = 0)
+    : loop_(loop), conn_(std::move(conn)), stream_(stream) {}
 
   void deliver(http_reply reply) override {
-    boost::asio::post(loop_, [conn = conn_, reply = std::move(reply)]() mutable {
+    boost::asio::post(loop_, [conn = conn_, stream = stream_, reply = std::move(reply)]() mutable {
       if (auto live = conn.lock())
-        live->on_reply(std::move(reply));
+        live->on_reply(stream, std::move(reply));
     });
   }
 
   void open(http_reply head) override {
-    boost::asio::post(loop_, [conn = conn_, head = std::move(head)]() mutable {
+    boost::asio::post(loop_, [conn = conn_, stream = stream_, head = std::move(head)]() mutable {
       if (auto live = conn.lock())
-        live->on_stream_open(std::move(head));
+        live->on_stream_open(stream, std::move(head));
     });
   }
 
@@ -87,14 +90,15 @@ public:
 
 private:
   void post_piece(std::string piece, bool last) {
-    boost::asio::post(loop_, [conn = conn_, piece = std::move(piece), last]() mutable {
+    boost::asio::post(loop_, [conn = conn_, stream = stream_, piece = std::move(piece), last]() mutable {
       if (auto live = conn.lock())
-        live->on_stream_piece(std::move(piece), last);
+        live->on_stream_piece(stream, std::move(piece), last);
     });
   }
 
   boost::asio::any_io_executor loop_;
   std::weak_ptr<connection_base> conn_;
+  std::int32_t stream_;
 };
 
 template <class Stream>
@@ -122,23 +126,32 @@ public:
       on_close_(this);
   }
 
-  void start() {
+  /// `already_read`: the first bytes, read while the protocol was chosen. `handshaken`: the TLS
+  /// handshake is done.
+  void start(std::string_view already_read = {}, bool handshaken = false) {
     error_code ignored;
     boost::beast::get_lowest_layer(stream_).set_option(boost::asio::ip::tcp::no_delay(true), ignored);
-    if constexpr (is_tls) {
-      set_deadline(clock::now() + limits().request_timeout, why::handshake);
-      stream_.async_handshake(boost::asio::ssl::stream_base::server,
-                              [self = this->shared_from_this()](const error_code& ec) {
-                                if (ec)
-                                  return self->close();
-                                self->begin_request();
-                              });
-    } else {
-      begin_request();
+    if (!already_read.empty()) {
+      const auto n = boost::asio::buffer_copy(buffer_.prepare(already_read.size()),
+                                              boost::asio::buffer(already_read));
+      buffer_.commit(n);
     }
+    if constexpr (is_tls) {
+      if (!handshaken) {
+        set_deadline(clock::now() + limits().request_timeout, why::handshake);
+        stream_.async_handshake(boost::asio::ssl::stream_base::server,
+                                [self = this->shared_from_this()](const error_code& ec) {
+                                  if (ec)
+                                    return self->close();
+                                  self->begin_request();
+                                });
+        return;
+      }
+    }
+    begin_request();
   }
 
-  void on_reply(http_reply reply) override {
+  void on_reply(std::int32_t, http_reply reply) override {
     auto hold = std::move(hold_);
     if (state_ != phase::waiting || closed_)
       return;
@@ -147,7 +160,7 @@ public:
     send_answer(std::move(reply));
   }
 
-  void on_stream_open(http_reply head) override {
+  void on_stream_open(std::int32_t, http_reply head) override {
     if (state_ != phase::waiting || closed_)
       return;
     state_ = phase::streaming;
@@ -159,7 +172,7 @@ public:
     queue_write(stream_head_bytes(head, request_id_, {version_, keep_alive_, false}), false);
   }
 
-  void on_stream_piece(std::string piece, bool last) override {
+  void on_stream_piece(std::int32_t, std::string piece, bool last) override {
     if (state_ != phase::streaming || closed_)
       return;
     if (encoder_) // compressed and flushed: the client decodes this piece as soon as it is read
@@ -254,8 +267,9 @@ private:
   /// The head is complete. True: read the body (a batch POST the head's checks admit).
   bool on_head() {
     auto& head = parser_->head();
+    count_proto(head.version);
     request_id_ = request_id_for(head);
-    dress_ = answer_dress(serving_->cfg, head.header("origin"), head.header("accept-encoding"));
+    dress_ = answer_dress(serving_->cfg, head.header("origin"), head.header_list("accept-encoding"));
     keep_alive_ = parser_->keep_alive();
     const bool body_follows = !parser_->is_done();
     if (body_follows && request_dispatch::may_read_body(head)) {
@@ -285,6 +299,7 @@ private:
     admitting_.reset();
     const auto why = parser_->refusal_for(ec);
     auto& head = parser_->head();
+    count_proto(head.target.empty() ? 11 : head.version);
     request_id_ = head.target.empty() ? request_id_for(request_head{}) : request_id_for(head);
     keep_alive_ = false;
     close_after_ = true;
@@ -316,6 +331,14 @@ private:
     hold_ = this->shared_from_this(); // until the answer comes or the connection closes
     set_deadline(started_->deadline, why::deadline);
     read(); // watches for a client that hangs up; reads ahead a pipelined request
+  }
+
+  /// gather_connections_total{proto}: a connection counts once, by its first request.
+  void count_proto(int version) {
+    if (proto_counted_)
+      return;
+    proto_counted_ = true;
+    shared_.stats.count_connection(version == 10 ? inbound_proto::http10 : inbound_proto::http11);
   }
 
   // ---- reading bytes -------------------------------------------------------------------------
@@ -549,6 +572,7 @@ private:
   bool keep_alive_ = true;
   bool close_after_ = false;
   bool head_only_ = false;
+  bool proto_counted_ = false;
   int version_ = 11;
   std::string request_id_;
   clock::time_point arrived_;

@@ -53,6 +53,8 @@ request_record request_dispatch::record_of(const serving_config& serving, const 
                         routes.size()};
   if (route < routes.size())
     record.set_route(route, routes[route].path);
+  record.set_proto(head.version == 20 ? inbound_proto::h2
+                   : head.version == 10 ? inbound_proto::http10 : inbound_proto::http11);
   return record;
 }
 
@@ -112,13 +114,13 @@ request_dispatch::serve(const std::shared_ptr<const serving_config>& serving, ad
   steady_time deadline;
   if (cfg.routes[route_index].batch) {
     auto job = make_job<batch_job>(serving, route_index, sink, std::move(inbound));
-    job->format = choose_format(head.header("accept"), {answer_format::ndjson});
+    job->format = choose_format(head.header_list("accept"), {answer_format::ndjson});
     job->plan = plan_batch(std::move(request.items), *job->route->batch, job->inbound);
     deadline = job->deadline;
     coordinator_actor = system_.spawn(batch_coordinator, std::shared_ptr<const batch_job>(job));
   } else {
     auto job = make_job<aggregate_job>(serving, route_index, sink, std::move(inbound));
-    job->format = choose_format(head.header("accept"), {answer_format::ndjson, answer_format::sse});
+    job->format = choose_format(head.header_list("accept"), {answer_format::ndjson, answer_format::sse});
     deadline = job->deadline;
     coordinator_actor = system_.spawn(coordinator, std::shared_ptr<const aggregate_job>(job));
   }

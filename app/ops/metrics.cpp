@@ -159,7 +159,7 @@ void metrics::request_done(std::size_t route, int status, std::chrono::microseco
   auto& series = *routes_[std::min(route, routes_.size() - 1)].series;
   if (status >= lowest_status && status <= highest_status)
     add(series.by_status[static_cast<std::size_t>(status - lowest_status)]);
-  if (status != 200)
+  if (status >= 400) // a CORS preflight's 204 is an answer, not an error
     add(series.errors);
   series.duration.observe(took);
 }
@@ -217,7 +217,7 @@ std::string metrics::exposition(const process_figures& process) const {
       if (auto n = r->by_status[i].load(std::memory_order_relaxed))
         sample(out, "gather_requests_total",
                r->label + ",code=\"" + std::to_string(i + lowest_status) + "\"", n);
-  header(out, "gather_request_errors_total", "counter", "Requests that did not get a 200.");
+  header(out, "gather_request_errors_total", "counter", "Requests answered with a 4xx or 5xx status.");
   for (const auto& r : all)
     sample(out, "gather_request_errors_total", r->label, r->errors.load(std::memory_order_relaxed));
   header(out, "gather_request_duration_seconds", "histogram", "Time from arrival to answer.");
@@ -317,6 +317,16 @@ std::string metrics::exposition(const process_figures& process) const {
   header(out, "gather_config_reloads_total", "counter", "Configuration reloads (SIGHUP), by result.");
   sample(out, "gather_config_reloads_total", "result=\"ok\"", process.config_reloads_ok);
   sample(out, "gather_config_reloads_total", "result=\"invalid\"", process.config_reloads_invalid);
+  header(out, "gather_connections_total", "counter",
+         "Inbound connections by the protocol they spoke (counted at their first request).");
+  for (std::size_t p = 0; p < process.connections_by_proto.size(); ++p)
+    sample(out, "gather_connections_total", std::string{"proto=\""} + inbound_proto_names[p] + "\"",
+           process.connections_by_proto[p]);
+  header(out, "gather_http2_abuse_total", "counter",
+         "HTTP/2 connections ended with GOAWAY for their behaviour, by the bound crossed.");
+  for (std::size_t r = 1; r < process.h2_abuse.size(); ++r) // 0 is none
+    sample(out, "gather_http2_abuse_total", std::string{"reason=\""} + h2_abuse_names[r] + "\"",
+           process.h2_abuse[r]);
   return out;
 }
 

@@ -15,6 +15,14 @@ const std::string& request_head::header(const std::string& lower_name) const {
   return empty;
 }
 
+std::string request_head::header_list(const std::string& lower_name) const {
+  std::string out;
+  for (const auto& [name, value] : headers)
+    if (name == lower_name)
+      out.append(out.empty() ? "" : ", ").append(value);
+  return out;
+}
+
 bool request_head::has_header(const std::string& lower_name) const {
   return std::any_of(headers.begin(), headers.end(),
                      [&](const auto& h) { return h.first == lower_name; });

@@ -249,7 +249,7 @@ function windowed(cur, base, keys) {
 function routeErrors(r) {
   if (r.errors !== null) return r.errors;
   let n = 0;
-  for (const [code, v] of r.codes) if (code !== "200") n += v;
+  for (const [code, v] of r.codes) if (Number(code) >= 400) n += v;
   return n;
 }
 
@@ -598,7 +598,7 @@ function routeCard(r) {
   const p99Hist = history.map(h => { const x = h.routes.get(r.name); return x && x.lat.window === "interval" ? x.lat.p99 : null; });
   const codes = el("div", {"class": "stat codes"}, el("span", {"class": "label"}, "answers by status"),
                    el("span", {"class": "small"}, ...[...r.codes.keys()].sort().flatMap(code => [
-                     el("span", {"class": code === "200" ? "muted" : "st-error"}, code + " \u00d7"),
+                     el("span", {"class": Number(code) < 400 ? "muted" : "st-error"}, code + " \u00d7"),
                      num("requests_code_total", r.codes.get(code), fmtInt, Object.assign({"data-code": code}, L))])));
   if (!r.codes.size) codes.lastChild.append(el("span", {"class": "muted"}, "none yet"));
   const errWin = r.errWindow.window;
@@ -616,7 +616,7 @@ function routeCard(r) {
          num("error_ratio", r.errRatio, fmtPct, Object.assign({"data-window": errWin}, L),
              r.errRatio > 0 ? "bad" : "")),
     stat("requests", num("requests_total", r.requests, fmtInt, L)),
-    stat("not 200", num("request_errors_total", r.errTotal, fmtInt, L, r.errTotal ? "st-error" : "")),
+    stat("4xx and 5xx", num("request_errors_total", r.errTotal, fmtInt, L, r.errTotal ? "st-error" : "")),
     codes);
   const d = el("details", {"class": "route", "data-route": r.name}, summary);
   if (!closed.has(r.name)) d.open = true;

@@ -11,12 +11,15 @@ namespace gather {
 struct request_head {
   std::string method;
   std::string target;
-  int version = 11; ///< 10 or 11
+  int version = 11; ///< 10, 11, or 20 (HTTP/2)
   std::vector<std::pair<std::string, std::string>> headers;
 
   /// First value of a header (lower-case name), "" when absent.
   const std::string& header(const std::string& lower_name) const;
   bool has_header(const std::string& lower_name) const;
+  /// Every value of a list-valued header joined with ", " (RFC 9110 5.3: several `Accept` lines
+  /// are one list), "" when absent.
+  std::string header_list(const std::string& lower_name) const;
   /// The target's path, still percent-encoded, without the query.
   std::string path() const { return target.substr(0, target.find('?')); }
 };
