@@ -389,7 +389,7 @@ TEST_CASE("HTTP/2: br and gzip answers decode, a streamed gzip line as soon as i
   CHECK(json::parse(decode_whole(gather::content_coding::br, body))["data"]["part"]["name"] == "lamp");
 }
 
-TEST_CASE("HTTP/2: CORS preflight and simple request; a preflight is no error in the metrics", "[front][h2][cors]") {
+TEST_CASE("HTTP/2: CORS preflight and simple request, and a preflight is no error in the metrics", "[front][h2][cors]") {
   h2_downstream down;
   running_gateway gw{h2_config(down.server.base_url(),
                                {{"cors", {{"allow_origins", {"https://shop.example.com"}}, {"allow_headers", {"x-tenant"}}}}})};

@@ -87,7 +87,7 @@ TEST_CASE("stream: the head leaves when the required section has ended, not when
 TEST_CASE("stream: several Accept lines are one list (RFC 9110 5.3)", "[stream]") {
   test_server down;
   serve_downstreams(down);
-  running_gateway gw{route_config_json("/p/{id}", {section("base", down.base_url() + "/base", 2000)}, 3000)};
+  running_gateway gw{route_config_json("/p/{id}", {section("base", down.base_url() + "/base", 2000, {{"required", true}})}, 3000)};
   stream_client c{gw.port(), get_request("/p/42", {"Accept: text/html;q=0.9", "Accept: application/x-ndjson"})};
   REQUIRE(c.read_head());
   CHECK(c.header("content-type") == "application/x-ndjson");
