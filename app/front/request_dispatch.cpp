@@ -115,8 +115,8 @@ std::multimap<std::string, std::string> parse_query(std::string_view query) {
 }
 
 request_dispatch::request_dispatch(gateway_stats& stats, caf::actor_system& system,
-                                   section_runtime runtime)
-  : stats_(stats), system_(system), runtime_(std::move(runtime)) {
+                                   section_runtime runtime, listener_role role)
+  : stats_(stats), system_(system), runtime_(std::move(runtime)), role_(role) {
   runtime_.serving.reset();
   runtime_.counters = nullptr;
 }
@@ -149,7 +149,8 @@ std::optional<http_reply> request_dispatch::check_head(const serving_config& ser
 
 bool request_dispatch::reads_body(const serving_config& serving, const request_head& head,
                                   const std::string& request_id) const {
-  return head.method == "POST" && !is_ops_path(head.path()) && !check_head(serving, head, request_id);
+  return head.method == "POST" && role_ == listener_role::main &&
+         !is_ops_path(head.path(), serving.cfg, role_) && !check_head(serving, head, request_id);
 }
 
 bool request_dispatch::overloaded(const serving_config& serving) const {
@@ -201,11 +202,13 @@ request_dispatch::serve(const std::shared_ptr<const serving_config>& serving, co
                         const std::shared_ptr<reply_sink>& sink) {
   const auto& cfg = serving->cfg;
   const auto path = head.path();
-  if (is_ops_path(path))
+  if (is_ops_path(path, cfg, role_))
     return serve_ops(head.method, path, request_id,
                      ops_sources{cfg, stats_, system_, *runtime_.client, serving->counters,
                                  *runtime_.inflight, *runtime_.cache, runtime_.nodes,
                                  runtime_.spans});
+  if (role_ == listener_role::admin) // no route is served here, whatever its path
+    return error_reply(404, "no_route", request_id);
   auto match = match_route(cfg.routes, path);
   const auto route_index = match ? match->route : cfg.routes.size();
   const auto trace = trace_of(head, arrived);

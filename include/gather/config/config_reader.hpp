@@ -118,6 +118,10 @@ private:
 };
 
 // ---------------------------------------------------------------------------------------------
+/// Required non-empty file names (`cert_file`, ...), each into its string.
+void read_file_names(const object_reader& object,
+                     std::initializer_list<std::pair<const char*, std::string*>> keys);
+
 // The document (read_top_level.cpp, read_routes.cpp, read_cluster.cpp)
 
 config read_config(const json& document, problem_list& problems);

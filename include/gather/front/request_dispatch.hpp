@@ -13,6 +13,7 @@
 
 #include "gather/config/config.hpp"
 #include "gather/front/request_parser.hpp"
+#include "gather/ops/ops_endpoints.hpp"
 #include "gather/values/gateway_stats.hpp"
 #include "gather/values/http_reply.hpp"
 #include "gather/values/inbound_request.hpp"
@@ -43,7 +44,9 @@ struct started_request {
 class request_dispatch {
 public:
   /// `runtime`'s `serving` and `counters` are left empty: each request's job gets its generation's.
-  request_dispatch(gateway_stats& stats, caf::actor_system& system, section_runtime runtime);
+  /// On the admin listener (`role`) only the operations paths answer: anything else is 404.
+  request_dispatch(gateway_stats& stats, caf::actor_system& system, section_runtime runtime,
+                   listener_role role = listener_role::main);
 
   /// The checks that come before a body is read: route, method, declared size, encoding.
   /// nullopt: a body may be read. (Nothing is counted: serve() refuses and counts.)
@@ -106,6 +109,7 @@ private:
   gateway_stats& stats_;
   caf::actor_system& system_;
   section_runtime runtime_;
+  listener_role role_;
 };
 
 /// The X-Request-Id rule: the inbound id when it is [A-Za-z0-9._-]{1,64}, else a fresh one.
