@@ -83,6 +83,18 @@ config read_config(const json& document, problem_list& problems) {
   out.routes = read_routes(top);
   out.cluster = read_cluster(top);
   out.admin = read_admin(top, out.listen);
+  // Without `admin` the operations paths take precedence on `listen`: a route there is dead.
+  const json* routes = document.contains("routes") ? &document["routes"] : nullptr;
+  for (std::size_t i = 0; !out.admin && routes && routes->is_array() && i < routes->size(); ++i) {
+    const json& route = (*routes)[i];
+    if (!route.is_object() || !route.contains("path") || !route["path"].is_string())
+      continue;
+    const auto& path = route["path"].get_ref<const std::string&>();
+    if (path != "/healthz" && is_builtin_path(path))
+      problems.add("routes[" + std::to_string(i) + "].path",
+                   in_quotes(path) + " is a built-in endpoint, which takes precedence over routes "
+                                     "(unless admin.listen moves it to its own listener)");
+  }
   read_retry_budget(top, out.retry_budget);
   read_deadline_header(top, out.deadline_header);
   out.tracing = read_tracing(top);

@@ -189,14 +189,20 @@ TEST_CASE("cluster trust: mutual TLS; a peer of another CA or plain TCP is refus
 
 TEST_CASE("cluster trust: gather check reports cluster.tls files by JSON path", "[cluster][trust][tls]") {
   pki certs;
-  json cfg = one_route("/r", "http://127.0.0.1:9/x",
-                       {{"nodes", {"127.0.0.1:4242"}},
-                        {"tls", {{"cert_file", certs("node.pem")}, {"key_file", certs("gateway.key")},
-                                 {"ca_file", certs("missing.pem")}}}});
-  const auto checked = run(binary, {"check", "--config", temp_file(cfg.dump())});
-  CHECK(checked.code == 2);
-  CHECK(checked.err.find("cluster.tls.key_file: ") != std::string::npos);
-  CHECK(checked.err.find("cluster.tls.ca_file: cannot read") != std::string::npos);
+  auto checked_with = [&](const std::string& key, const std::string& ca) {
+    json cfg = one_route("/r", "http://127.0.0.1:9/x",
+                         {{"nodes", {"127.0.0.1:4242"}},
+                          {"tls", {{"cert_file", certs("node.pem")}, {"key_file", certs(key)},
+                                   {"ca_file", certs(ca)}}}});
+    return run(binary, {"check", "--config", temp_file(cfg.dump())});
+  };
+  const auto missing = checked_with("node.key", "missing.pem");
+  CHECK(missing.code == 2);
+  CHECK(missing.err.find("cluster.tls.ca_file: cannot read") != std::string::npos);
+  const auto wrong_key = checked_with("gateway.key", "cluster-ca.pem");
+  CHECK(wrong_key.code == 2);
+  CHECK(wrong_key.err.find("cluster.tls.key_file: ") != std::string::npos);
+  CHECK(checked_with("node.key", "cluster-ca.pem").code == 0);
 }
 
 namespace {
@@ -287,8 +293,7 @@ TEST_CASE("cluster trust: a connect that a SYN black hole swallows gives up afte
           "and says so", "[cluster][trust][blackhole]") {
   syn_black_hole hole;
   json cfg = one_route("/r", "http://127.0.0.1:9/x",
-                       {{"nodes", {hole.address()}}, {"connect_timeout_ms", 200}},
-                       {{"required", false}, {"fallback", nullptr}});
+                       {{"nodes", {hole.address()}}, {"connect_timeout_ms", 200}});
   child_process gw{binary, {"serve", "--config", temp_file(cfg.dump())}};
   REQUIRE(gw.wait_for_line("listening on"));
   CHECK(gw.wait_for_stderr("cannot connect: no answer within 200 ms"));
@@ -296,4 +301,25 @@ TEST_CASE("cluster trust: a connect that a SYN black hole swallows gives up afte
   const auto stopping = std::chrono::steady_clock::now();
   CHECK(gw.wait_exit() == 0);
   CHECK(ms_since(stopping) < 3000); // no connect holds the shutdown
+}
+
+TEST_CASE("cluster trust: cluster.tls and connect_timeout_ms are checked by JSON path", "[cluster][trust][config]") {
+  const auto problems_of = [](json cluster) {
+    json cfg = one_route("/r", "http://127.0.0.1:9/x", std::move(cluster));
+    return gather::load_config(cfg.dump()).problems;
+  };
+  auto has = [](const std::vector<std::string>& problems, const std::string& text) {
+    for (const auto& p : problems)
+      if (p.find(text) == 0)
+        return true;
+    return false;
+  };
+  CHECK(has(problems_of({{"nodes", json::array()}, {"tls", {{"cert_file", "a"}, {"key_file", "b"}}}}),
+            "cluster.tls.ca_file: is required"));
+  CHECK(has(problems_of({{"nodes", json::array()}, {"tls", {{"cert_file", ""}, {"key_file", "b"}, {"ca_file", "c"}}}}),
+            "cluster.tls.cert_file: must be a non-empty file name"));
+  CHECK(has(problems_of({{"nodes", json::array()}, {"tls", {{"cert_file", "a"}, {"key_file", "b"}, {"ca_file", "c"}, {"x", 1}}}}),
+            "cluster.tls.x: "));
+  CHECK(has(problems_of({{"nodes", json::array()}, {"connect_timeout_ms", 0}}), "cluster.connect_timeout_ms: "));
+  CHECK(problems_of({{"nodes", json::array()}, {"connect_timeout_ms", 500}}).empty());
 }

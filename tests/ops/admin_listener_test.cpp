@@ -30,7 +30,7 @@ TEST_CASE("with admin.listen the operations paths answer only on the admin port;
   });
   downstream.start();
   running_gateway gw{route_config_json(
-    "/products/{id}", json::array({section("base", downstream.base_url() + "/items/{id}", 2000)}),
+    "/products/{id}", json::array({section("base", downstream.base_url() + "/items/{id}", 2000, {{"required", true}})}),
     3000, {{"admin", {{"listen", "127.0.0.1:0"}}}})};
   REQUIRE(gw.gw().admin_port() > 0);
   REQUIRE(gw.gw().admin_port() != gw.port());
@@ -80,7 +80,7 @@ TEST_CASE("with admin.listen a route may take /metrics on the main listener", "[
   });
   downstream.start();
   running_gateway gw{route_config_json(
-    "/metrics", json::array({section("m", downstream.base_url() + "/mine", 2000)}), 3000,
+    "/metrics", json::array({section("m", downstream.base_url() + "/mine", 2000, {{"required", true}})}), 3000,
     {{"admin", {{"listen", "127.0.0.1:0"}}}})};
   auto routed = gw.get("/metrics");
   REQUIRE(routed);
@@ -94,7 +94,7 @@ TEST_CASE("with admin.listen a route may take /metrics on the main listener", "[
 }
 
 TEST_CASE("without admin every operations path answers on the main listener", "[admin]") {
-  running_gateway gw{route_config_json("/x", json::array({section("a", "http://127.0.0.1:9/", 100)}), 500)};
+  running_gateway gw{route_config_json("/x", json::array({section("a", "http://127.0.0.1:9/", 100, {{"required", true}})}), 500)};
   CHECK(gw.gw().admin_port() == 0);
   for (const char* path : {"/healthz", "/metrics", "/debug/actors", "/dashboard"}) {
     INFO(path);
@@ -108,7 +108,7 @@ TEST_CASE("gather serve prints the admin listener's address and serves /metrics 
   const auto file = temp_file(json{{"listen", "127.0.0.1:0"},
                                    {"admin", {{"listen", "127.0.0.1:0"}}},
                                    {"routes", json::array({{{"path", "/x"},
-                                                            {"sections", json::array({section("a", "http://127.0.0.1:9/", 100)})}}})}}
+                                                            {"sections", json::array({section("a", "http://127.0.0.1:9/", 100, {{"required", true}})})}}})}}
                                 .dump());
   child_process gather{GATHER_BINARY, {"serve", "--config", file}};
   const auto main_line = gather.wait_for_line("listening on http://");
@@ -128,4 +128,25 @@ TEST_CASE("gather serve prints the admin listener's address and serves /metrics 
   CHECK(hidden->status == 404);
   gather.signal(SIGTERM);
   CHECK(gather.wait_exit() == 0);
+}
+
+TEST_CASE("admin.listen is checked by JSON path", "[admin][config]") {
+  const auto problems_of = [](json admin) {
+    auto cfg = route_config_json("/x", json::array({section("a", "http://127.0.0.1:9/", 100, {{"required", true}})}), 500,
+                                 {{"listen", "127.0.0.1:8080"}, {"admin", std::move(admin)}});
+    return gather::load_config(cfg.dump()).problems;
+  };
+  auto has = [](const std::vector<std::string>& problems, const std::string& text) {
+    for (const auto& p : problems)
+      if (p.find(text) == 0)
+        return true;
+    return false;
+  };
+  CHECK(has(problems_of(json::object()), "admin.listen: is required"));
+  CHECK(has(problems_of({{"listen", "nowhere"}}), "admin.listen: must be \"host:port\""));
+  CHECK(has(problems_of({{"listen", 9901}}), "admin.listen: "));
+  CHECK(has(problems_of({{"listen", "127.0.0.1:8080"}}), "admin.listen: must differ from the top-level listen"));
+  CHECK(has(problems_of({{"listen", "127.0.0.1:9901"}, {"port", 1}}), "admin.port: "));
+  CHECK(has(problems_of("127.0.0.1:9901"), "admin: must be an object"));
+  CHECK(problems_of({{"listen", "127.0.0.1:9901"}}).empty());
 }
