@@ -145,7 +145,7 @@ TEST_CASE("cluster trust: work for an origin the node was not given ends error, 
   CHECK(node.child.wait_for_stderr(R"("origin":")" + forbidden.base_url() + "\""));
 }
 
-TEST_CASE("cluster trust: mutual TLS; a peer of another CA or plain TCP is refused and logged "
+TEST_CASE("cluster trust: mutual TLS, a peer of another CA or plain TCP is refused and logged "
           "while the good gateway keeps working", "[cluster][trust][tls]") {
   pki certs;
   test_server down;

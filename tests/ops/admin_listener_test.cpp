@@ -22,7 +22,7 @@ httplib::Client admin_client(running_gateway& gw) {
 
 } // namespace
 
-TEST_CASE("with admin.listen the operations paths answer only on the admin port; /healthz on both",
+TEST_CASE("with admin.listen the operations paths answer only on the admin port, /healthz on both",
           "[admin]") {
   test_server downstream;
   downstream.get(R"(/items/(\d+))", [](const httplib::Request& req, httplib::Response& res) {

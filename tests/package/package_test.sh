@@ -98,9 +98,10 @@ sed 's|"127.0.0.1:9901"|"127.0.0.1:0"|' /etc/gather/gather.json >"$work/a.json"
 start_gateway "$work/a.json" a
 port_a=$port
 admin_a=""
-for ((i = 0; i < 100 && -z $admin_a; i++)); do
+for ((i = 0; i < 100; i++)); do # its second line follows the first at once
   admin_a=$(sed -n 's|^admin listening on http://127.0.0.1:\([0-9]*\)$|\1|p' "$work/a.out")
-  [[ -n $admin_a ]] || sleep 0.1
+  [[ -n $admin_a ]] && break
+  sleep 0.1
 done
 [[ -n $admin_a ]] || fail "gateway a printed no 'admin listening on' line"
 get_status() { # get_status <port> <path>: the status line's code
