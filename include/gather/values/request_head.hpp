@@ -11,7 +11,7 @@ namespace gather {
 struct request_head {
   std::string method;
   std::string target;
-  int version = 11; ///< 10 or 11
+  int version = 11; ///< 10, 11, or 20 (HTTP/2)
   std::vector<std::pair<std::string, std::string>> headers;
 
   /// First value of a header (lower-case name), "" when absent.
