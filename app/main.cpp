@@ -7,6 +7,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "gather/admission/auth_check.hpp"
 #include "gather/config/config.hpp"
 #include "gather/demo.hpp"
 #include "gather/front/tls_context.hpp"
@@ -36,14 +37,16 @@ sigset_t serve_signals() {
   return set;
 }
 
-/// The config, with the problems only its files show (TLS certificate and key) added.
+/// The config, with the problems only its files show (TLS certificate and key, JWK sets) added.
 gather::config_result load_checked(const std::string& file) {
   auto result = gather::load_config_file(file);
-  if (result.value && result.value->tls) {
+  if (result.value && result.value->tls)
     result.problems = gather::tls_problems(*result.value->tls);
-    if (!result.problems.empty())
-      result.value.reset();
-  }
+  if (result.value)
+    for (auto& problem : gather::auth_problems(*result.value))
+      result.problems.push_back(std::move(problem));
+  if (!result.problems.empty())
+    result.value.reset();
   return result;
 }
 

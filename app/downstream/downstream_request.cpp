@@ -20,6 +20,7 @@ std::optional<std::string> inbound_value(const url_part& part, const inbound_req
       return in.header_value(part.text);
     case url_part::kind::section:
     case url_part::kind::item:
+    case url_part::kind::claim:
       break;
   }
   return std::nullopt;

@@ -15,6 +15,8 @@
 extern "C" int gather_fuzz_config(const std::uint8_t* data, std::size_t size);
 extern "C" int gather_fuzz_answer(const std::uint8_t* data, std::size_t size);
 extern "C" int gather_fuzz_batch_body(const std::uint8_t* data, std::size_t size);
+extern "C" int gather_fuzz_jwt(const std::uint8_t* data, std::size_t size);
+extern "C" int gather_fuzz_rate_key(const std::uint8_t* data, std::size_t size);
 #ifdef GATHER_REPLAY_URL_CORPUS
 extern "C" int gather_fuzz_url(const std::uint8_t* data, std::size_t size);
 #endif
@@ -54,6 +56,8 @@ TEST_CASE("fuzz corpora replay through the fuzz targets' checks", "[fuzz]") {
   CHECK(replay("config", gather_fuzz_config) > 0);
   CHECK(replay("answer", gather_fuzz_answer) > 0);
   CHECK(replay("batch_body", gather_fuzz_batch_body) > 0);
+  CHECK(replay("jwt", gather_fuzz_jwt) > 0);
+  CHECK(replay("rate_key", gather_fuzz_rate_key) > 0);
 #ifdef GATHER_REPLAY_URL_CORPUS
   CHECK(replay("url", gather_fuzz_url) > 0);
 #endif
