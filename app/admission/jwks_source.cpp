@@ -4,15 +4,12 @@
 #include <fstream>
 #include <sstream>
 
-#include <boost/asio/post.hpp>
 #include <nlohmann/json.hpp>
 
 #include "gather/downstream/downstream_client.hpp"
 #include "gather/ops/request_log.hpp"
 
 namespace gather {
-
-namespace asio = boost::asio;
 
 namespace {
 
@@ -70,35 +67,26 @@ jwks_source::jwks_source(const std::string& file) : origin_(file) {
     log_jwks(origin_, "invalid", why);
 }
 
-jwks_source::jwks_source(std::string url, std::chrono::seconds refresh, downstream_client& client,
-                         asio::io_context& loop)
-    : origin_(std::move(url)), refresh_(refresh), client_(&client), loop_(&loop),
-      timer_(std::make_shared<asio::steady_timer>(loop)) {}
+jwks_source::jwks_source(std::string url, std::chrono::seconds refresh)
+    : origin_(std::move(url)), url_(true), refresh_(refresh) {}
 
 jwks_source::~jwks_source() = default;
 
-void jwks_source::start() {
-  if (!client_ || started_.exchange(true))
+void jwks_source::start(downstream_client& client) {
+  downstream_client* none = nullptr;
+  if (!url_ || !client_.compare_exchange_strong(none, &client))
     return;
-  asio::post(*loop_, [this] {
-    fetch("start");
-    arm();
-  });
+  next_refresh_ns_.store(now_ns() + std::chrono::nanoseconds(refresh_).count());
+  fetch();
 }
 
-void jwks_source::stop() {
-  if (timer_)
-    timer_->cancel();
-}
-
-void jwks_source::arm() {
-  timer_->expires_after(refresh_);
-  timer_->async_wait([this, timer = timer_](const boost::system::error_code& ec) {
-    if (ec)
-      return;
-    fetch("refresh");
-    arm();
-  });
+void jwks_source::refresh_if_due() {
+  auto due = next_refresh_ns_.load(std::memory_order_relaxed);
+  const auto now = now_ns();
+  if (now < due ||
+      !next_refresh_ns_.compare_exchange_strong(due, now + std::chrono::nanoseconds(refresh_).count()))
+    return;
+  fetch();
 }
 
 std::shared_ptr<const jwk_set> jwks_source::keys() const {
@@ -115,18 +103,19 @@ void jwks_source::install(std::shared_ptr<const jwk_set> keys) {
 }
 
 void jwks_source::unknown_kid() {
-  if (!client_)
+  if (!client_.load())
     return;
   const auto now = now_ns();
   auto last = last_kid_fetch_ns_.load();
   const auto pace = std::chrono::nanoseconds(kid_refetch_pace).count();
   if (now - last < pace || !last_kid_fetch_ns_.compare_exchange_strong(last, now))
     return;
-  asio::post(*loop_, [this] { fetch("unknown kid"); });
+  fetch();
 }
 
-void jwks_source::fetch(const char* why) {
-  if (in_flight_.exchange(true))
+void jwks_source::fetch() {
+  downstream_client* client = client_.load();
+  if (!client || in_flight_.exchange(true))
     return;
   fetches_.fetch_add(1);
   transfer_request request;
@@ -134,8 +123,9 @@ void jwks_source::fetch(const char* why) {
   request.headers = {"Accept: application/json"};
   request.timeout = jwks_fetch_timeout;
   request.max_body_bytes = jwks_max_bytes;
-  (void)why;
-  client_->submit(std::move(request), [this](transfer_result&& result) {
+  // The completion runs on a loop; the source outlives the client's transfers (the gateway's
+  // registry is destroyed after the loops stopped and the client went).
+  client->submit(std::move(request), [this](transfer_result&& result) {
     const bool ok = result.error == transfer_error::none && result.http_status == 200;
     std::string detail = result.detail;
     if (result.error == transfer_error::none && !ok)
@@ -157,14 +147,6 @@ void jwks_source::fetched(std::string body, bool ok, const std::string& detail) 
   log_jwks(origin_, "ok", {}, count);
 }
 
-jwks_registry::jwks_registry(downstream_client& client, asio::io_context& loop)
-    : client_(client), loop_(loop) {}
-
-jwks_registry::~jwks_registry() {
-  for (auto& source : urls_)
-    source->stop();
-}
-
 std::shared_ptr<jwks_source> jwks_registry::source_for(const std::string& file,
                                                        const std::string& url,
                                                        std::chrono::seconds refresh) {
@@ -172,12 +154,20 @@ std::shared_ptr<jwks_source> jwks_registry::source_for(const std::string& file,
     return std::make_shared<jwks_source>(file);
   std::lock_guard<std::mutex> lock(mutex_);
   for (const auto& source : urls_)
-    if (source->origin() == url)
+    if (source->origin() == url && source->refresh() == refresh)
       return source;
-  auto source = std::make_shared<jwks_source>(url, refresh, client_, loop_);
+  auto source = std::make_shared<jwks_source>(url, refresh);
   urls_.push_back(source);
-  source->start();
+  if (client_)
+    source->start(*client_);
   return source;
+}
+
+void jwks_registry::start(downstream_client& client) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  client_ = &client;
+  for (const auto& source : urls_)
+    source->start(client);
 }
 
 } // namespace gather

@@ -47,6 +47,7 @@ auth_outcome jwt_guard::check(std::string_view authorization, double now) const 
   const auto token = bearer_token(authorization);
   if (token.empty())
     return {jwt_failure::missing, false, nullptr};
+  keys_->refresh_if_due();
   auto& cache = cache_for(id_);
   if (const auto version = keys_->version(); version != cache.version) {
     cache.keys = keys_->keys();

@@ -69,7 +69,7 @@ std::uint64_t keyed_hash(std::string_view bytes) {
 }
 
 rate_limiter::rate_limiter(const rate_limit_config& cfg)
-    : ways_(std::min<std::size_t>(ways, std::max<std::size_t>(1, cfg.max_keys))) {
+    : cfg_(cfg), ways_(std::min<std::size_t>(ways, std::max<std::size_t>(1, cfg.max_keys))) {
   sets_ = std::max<std::size_t>(1, cfg.max_keys / ways_);
   interval_ns_ = std::max<std::int64_t>(1, std::llround(1e9 / cfg.rate_per_s));
   tolerance_ns_ = static_cast<std::int64_t>(std::max(0.0, cfg.burst - 1)) * interval_ns_;
@@ -80,7 +80,7 @@ rate_limiter::rate_limiter(const rate_limit_config& cfg)
 
 rate_limiter::~rate_limiter() { std::free(slots_); }
 
-rate_limiter::slot& rate_limiter::find_or_claim(std::uint64_t hash, std::int64_t now) {
+rate_limiter::slot& rate_limiter::find_or_claim(std::uint64_t hash, std::int64_t now) const {
   slot* set = slots_ + (hash % sets_) * ways_;
   for (int round = 0; round < 2; ++round) {
     slot* oldest = set;
@@ -105,7 +105,7 @@ rate_limiter::slot& rate_limiter::find_or_claim(std::uint64_t hash, std::int64_t
 }
 
 rate_limiter::decision rate_limiter::take(std::string_view key,
-                                          std::chrono::steady_clock::time_point at) {
+                                          std::chrono::steady_clock::time_point at) const {
   // 0 marks an empty slot: a key never hashes to it.
   const std::uint64_t hash = std::max<std::uint64_t>(1, keyed_hash(key));
   const std::int64_t now =

@@ -99,14 +99,15 @@ TEST_CASE("a jwks_file source and the guard on it", "[auth][jwks]") {
 TEST_CASE("a jwks_url source: fetched at start, rotated on an unknown kid, last good set kept", "[auth][jwks]") {
   jwks_server idp;
   idp.serve(gather::test::jwk_set_of({&key_a()}));
+  // The source outlives the client (as in the gateway): no completion can reach a dead source.
+  jwks_source source{idp.url(), std::chrono::seconds{300}};
   loop_and_client net;
   {
-    jwks_source source{idp.url(), std::chrono::seconds{300}, net.client, net.loops.loop(0)};
     jwt_config cfg;
     cfg.jwks_url = idp.url();
     jwt_guard guard{cfg, std::shared_ptr<jwks_source>(&source, [](jwks_source*) {})};
     CHECK(guard.check("Bearer x.y.z", test::now_s()).unavailable); // not started: no set yet
-    source.start();
+    source.start(net.client);
     REQUIRE(gather::test::eventually([&] { return source.version() > 0; }));
     const auto token_a = key_a().sign(claims_now(), "ES256");
     CHECK(guard.check("Bearer " + token_a, test::now_s()).failure == jwt_failure::none);
@@ -125,25 +126,34 @@ TEST_CASE("a jwks_url source: fetched at start, rotated on an unknown kid, last 
       guard.check("Bearer " + token_a, test::now_s());
     CHECK(source.fetches() == fetches + 1);
 
-    // A failing endpoint keeps the last good set.
-    idp.serve(json{{"error", "down"}}, 500);
-    source.unknown_kid();
-    CHECK(guard.check("Bearer " + token_b, test::now_s()).failure == jwt_failure::none);
-    net.loops.run_on_each([&](std::size_t) { source.stop(); });
   }
+  // A failing endpoint keeps the last good set: a source refreshing at every check.
+  jwks_source eager{idp.url(), std::chrono::seconds{0}};
+  loop_and_client net2;
+  eager.start(net2.client);
+  REQUIRE(gather::test::eventually([&] { return eager.version() == 1; }));
+  idp.serve(json{{"error", "down"}}, 500);
+  const auto before = eager.fetches();
+  // A fetch starts only when none is in flight: two more mean the first failing one has ended.
+  REQUIRE(gather::test::eventually([&] {
+    eager.refresh_if_due();
+    return eager.fetches() >= before + 2;
+  }));
+  CHECK(eager.version() == 1);
+  REQUIRE(eager.keys());
+  CHECK(eager.keys()->keys.size() == 1);
 }
 
 TEST_CASE("a jwks_url that never answered leaves the route unavailable", "[auth][jwks]") {
-  loop_and_client net;
   int port = 0;
   const int fd = gather::test::listen_on_loopback(16, port);
   ::close(fd); // nothing listens there now: connection refused
   const std::string url = "http://127.0.0.1:" + std::to_string(port) + "/jwks";
-  jwks_source source{url, std::chrono::seconds{300}, net.client, net.loops.loop(0)};
-  source.start();
+  jwks_source source{url, std::chrono::seconds{300}};
+  loop_and_client net;
+  source.start(net.client);
   REQUIRE(gather::test::eventually([&] { return source.fetches() == 1; }));
   jwt_config cfg;
   jwt_guard guard{cfg, std::shared_ptr<jwks_source>(&source, [](jwks_source*) {})};
   CHECK(guard.check("Bearer " + key_a().sign(claims_now(), "ES256"), test::now_s()).unavailable);
-  net.loops.run_on_each([&](std::size_t) { source.stop(); });
 }

@@ -39,11 +39,13 @@ public:
     std::chrono::seconds retry_after{0}; ///< when refused: whole seconds until a token, >= 1
   };
 
-  /// Takes one token from `key`'s bucket at `now`. Thread-safe, lock-free.
-  decision take(std::string_view key, std::chrono::steady_clock::time_point now);
+  /// Takes one token from `key`'s bucket at `now`. Thread-safe, lock-free (const: the buckets are
+  /// atomics the limiter points at, not part of its value).
+  decision take(std::string_view key, std::chrono::steady_clock::time_point now) const;
 
   /// Slots in the table (at most max_keys).
   std::size_t capacity() const { return sets_ * ways_; }
+  const rate_limit_config& config() const { return cfg_; }
 
 private:
   struct slot {
@@ -51,8 +53,9 @@ private:
     std::atomic<std::int64_t> tat;   ///< GCRA's theoretical arrival time, ns (0: a full bucket)
     std::atomic<std::int64_t> used;  ///< last use, ns: the eviction order
   };
-  slot& find_or_claim(std::uint64_t hash, std::int64_t now);
+  slot& find_or_claim(std::uint64_t hash, std::int64_t now) const;
 
+  rate_limit_config cfg_;
   std::size_t sets_;
   std::size_t ways_;
   std::int64_t interval_ns_;  ///< one token's worth of time: 1 / rate_per_s
