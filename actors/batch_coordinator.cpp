@@ -32,10 +32,7 @@
 #include "gather/downstream/downstream_answer.hpp"
 #include "gather/downstream/downstream_request.hpp"
 #include "gather/actors/messages.hpp"
-#include "gather/ops/metrics.hpp"
-#include "gather/ops/request_log.hpp"
 #include "gather/downstream/retry_rule.hpp"
-#include "gather/tracing/server_span.hpp"
 
 namespace gather {
 
@@ -62,15 +59,8 @@ void answer(batch_ptr self) {
     return;
   }
   auto reply = build_batch_reply(job.plan, st.outcomes);
-  job.runtime.counters->request_done(job.route_index, reply.status,
-                                     std::chrono::duration_cast<std::chrono::microseconds>(
-                                       clock::now() - job.inbound.arrived));
-  log_batch_request(job.inbound, job.route->path, reply.status, ms_since(job.inbound.arrived),
-                    job.plan, st.outcomes);
-  const int status = reply.status;
+  job.reply->record().finish(reply.status, job.plan, st.outcomes);
   job.reply->deliver(std::move(reply));
-  finish_server_span(job.runtime.spans, job.inbound.trace, "POST", job.route->path, status,
-                     degraded(status, st.outcomes));
   self->quit();
 }
 

@@ -29,10 +29,7 @@
 #include "gather/downstream/downstream_request.hpp"
 #include "gather/actors/messages.hpp"
 #include "gather/actors/serving_config.hpp"
-#include "gather/ops/metrics.hpp"
-#include "gather/ops/request_log.hpp"
 #include "gather/config/url_template.hpp"
-#include "gather/tracing/server_span.hpp"
 
 namespace gather {
 
@@ -44,15 +41,6 @@ using phase = coordinator_state::phase;
 
 std::int64_t ms_since(steady_time t) {
   return std::chrono::duration_cast<millis>(clock::now() - t).count();
-}
-
-void count(const aggregate_job& job, int status, const std::vector<section_outcome>& outcomes) {
-  auto& counters = *job.runtime.counters;
-  counters.request_done(job.route_index, status, std::chrono::duration_cast<std::chrono::microseconds>(
-                                                   clock::now() - job.inbound.arrived));
-  for (std::size_t i = 0; i < outcomes.size(); ++i)
-    counters.section_done(job.route_index, i, outcomes[i],
-                          status == 200 && outcomes[i].status != section_status::ok);
 }
 
 void finish(coordinator_state& st, std::size_t i, section_outcome outcome);
@@ -79,13 +67,8 @@ void answer(coordinator_ptr self) {
     return;
   }
   auto reply = build_aggregate_reply(*job.route, st.outcomes, job.inbound.request_id);
-  count(job, reply.status, st.outcomes);
-  log_request(job.inbound, job.route->path, reply.status, ms_since(job.inbound.arrived),
-              job.route->sections, st.outcomes);
-  const int status = reply.status;
+  job.reply->record().finish(reply.status, job.route->sections, st.outcomes);
   job.reply->deliver(std::move(reply));
-  finish_server_span(job.runtime.spans, job.inbound.trace, "GET", job.route->path, status,
-                     degraded(status, st.outcomes));
   self->quit();
 }
 

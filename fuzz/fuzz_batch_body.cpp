@@ -1,4 +1,4 @@
-// Fuzzes batch body parsing (app/batch_body.cpp).
+// Fuzzes batch body parsing (app/admission/batch_body.cpp).
 // Invariants: a refused body has a reason and no items; an accepted one has at most max_items
 // items, each `json` is valid JSON (a string or a number) and `text` is what {item} substitutes.
 #include <cstddef>
@@ -8,7 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "fuzz_check.hpp"
-#include "gather/front/batch_body.hpp"
+#include "gather/admission/batch_body.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   if (size < 1)

@@ -9,7 +9,7 @@
 #include <boost/asio/ssl/context.hpp>
 #include <boost/asio/ssl/stream.hpp>
 
-#include "gather/front/connection.hpp"
+#include "connection.hpp"
 #include "gather/front/tls_context.hpp"
 #include "gather/ops/request_log.hpp"
 

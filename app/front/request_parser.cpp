@@ -26,21 +26,7 @@ std::string lower(boost::beast::string_view text) {
   return out;
 }
 
-const std::string empty;
-
 } // namespace
-
-const std::string& request_head::header(const std::string& lower_name) const {
-  for (const auto& [name, value] : headers)
-    if (name == lower_name)
-      return value;
-  return empty;
-}
-
-bool request_head::has_header(const std::string& lower_name) const {
-  return std::any_of(headers.begin(), headers.end(),
-                     [&](const auto& h) { return h.first == lower_name; });
-}
 
 request_parser::request_parser(const inbound_limits& limits, std::size_t max_body_bytes)
   : limits_(limits), max_body_bytes_(max_body_bytes) {

@@ -29,10 +29,6 @@ nlohmann::json base_record(const std::string& request_id, const std::string& rou
   return record;
 }
 
-std::string trace_id_of(const inbound_request& in) {
-  return in.trace.started() ? in.trace.trace_id_text() : std::string{};
-}
-
 void emit(const nlohmann::json& record) {
   // replace: downstream text (error strings, paths) may hold invalid UTF-8; the log must not throw.
   write_log_line(record.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
@@ -46,10 +42,10 @@ void write_log_line(const std::string& json_line) {
   std::fputc('\n', stderr);
 }
 
-void log_request(const inbound_request& in, const std::string& route, int status, std::int64_t ms,
-                 const std::vector<section_config>& sections,
+void log_request(const std::string& request_id, const std::string& trace_id, const std::string& route,
+                 int status, std::int64_t ms, const std::vector<section_config>& sections,
                  const std::vector<section_outcome>& outcomes) {
-  auto record = base_record(in.request_id, route, status, ms, trace_id_of(in));
+  auto record = base_record(request_id, route, status, ms, trace_id);
   auto& parts = record["sections"] = nlohmann::json::object();
   for (std::size_t i = 0; i < sections.size(); ++i) {
     const auto& o = outcomes[i];
@@ -71,10 +67,10 @@ void log_request(const inbound_request& in, const std::string& route, int status
   emit(record);
 }
 
-void log_batch_request(const inbound_request& in, const std::string& route, int status,
-                       std::int64_t ms, const batch_plan& plan,
+void log_batch_request(const std::string& request_id, const std::string& trace_id,
+                       const std::string& route, int status, std::int64_t ms, const batch_plan& plan,
                        const std::vector<section_outcome>& calls) {
-  auto record = base_record(in.request_id, route, status, ms, trace_id_of(in));
+  auto record = base_record(request_id, route, status, ms, trace_id);
   const auto counts = count_rows(plan, calls);
   std::int64_t attempts = 0;
   std::size_t not_started = 0;

@@ -44,21 +44,21 @@ json one_section_config(const std::string& name, const std::string& url, int dea
 
 } // namespace
 
-TEST_CASE("the version and help flags exit 0", "[cli]") {
+TEST_CASE("the version and help flags exit 0", "[system][cli]") {
   auto v = run(binary, {"--version"});
   CHECK(v.code == 0);
   CHECK(v.out.find("gather") != std::string::npos);
   CHECK(run(binary, {"--help"}).code == 0);
 }
 
-TEST_CASE("check: a valid file exits 0 with a one-line summary", "[cli]") {
+TEST_CASE("check: a valid file exits 0 with a one-line summary", "[system][cli]") {
   auto r = run(binary, {"check", "--config", temp_file(valid_config().dump())});
   CHECK(r.code == 0);
   CHECK(r.out.find("ok") == 0);
   CHECK(std::count(r.out.begin(), r.out.end(), '\n') == 1);
 }
 
-TEST_CASE("check: an invalid file exits 2 and names every problem by its JSON path", "[cli]") {
+TEST_CASE("check: an invalid file exits 2 and names every problem by its JSON path", "[system][cli]") {
   auto cfg = valid_config();
   cfg["routes"][0]["sections"][0]["timeout_ms"] = -5;
   cfg["routes"][0]["sections"].push_back({{"name", "opt"}, {"url", "http://127.0.0.1:1/x"}, {"timeout_ms", 10}});
@@ -72,7 +72,7 @@ TEST_CASE("check: an invalid file exits 2 and names every problem by its JSON pa
   CHECK(run(binary, {"check", "--config", temp_file("{not json")}).code == 2);
 }
 
-TEST_CASE("serve: an invalid file exits 2 without binding", "[cli]") {
+TEST_CASE("serve: an invalid file exits 2 without binding", "[system][cli]") {
   auto cfg = valid_config();
   cfg["routes"] = json::array();
   auto r = run(binary, {"serve", "--config", temp_file(cfg.dump())});
@@ -80,7 +80,7 @@ TEST_CASE("serve: an invalid file exits 2 without binding", "[cli]") {
   CHECK(r.out.find("listening") == std::string::npos);
 }
 
-TEST_CASE("serve: prints the real port, answers, drains and exits 0 on SIGTERM", "[cli]") {
+TEST_CASE("serve: prints the real port, answers, drains and exits 0 on SIGTERM", "[system][cli]") {
   child_process gw{binary, {"serve", "--config", temp_file(valid_config().dump()), "--listen", "127.0.0.1:0"}};
   auto line = gw.wait_for_line("listening on");
   REQUIRE(line);
@@ -102,7 +102,7 @@ TEST_CASE("serve: prints the real port, answers, drains and exits 0 on SIGTERM",
   CHECK(record["sections"]["base"].contains("detail"));
 }
 
-TEST_CASE("demo: serves a degraded product page out of the box", "[cli]") {
+TEST_CASE("demo: serves a degraded product page out of the box", "[system][cli]") {
   child_process demo{binary, {"demo", "--listen", "127.0.0.1:0"}};
   auto line = demo.wait_for_line("listening on");
   REQUIRE(line);
@@ -123,7 +123,7 @@ TEST_CASE("demo: serves a degraded product page out of the box", "[cli]") {
   CHECK(demo.wait_exit() == 0);
 }
 
-TEST_CASE("serve: SIGTERM lets the request in flight finish, by its deadline, then exits 0", "[cli]") {
+TEST_CASE("serve: SIGTERM lets the request in flight finish, by its deadline, then exits 0", "[system][cli]") {
   silent_server hung;
   json cfg = one_section_config("slow", hung.base_url() + "/x", 600, 5000);
   child_process gw{binary, {"serve", "--config", temp_file(cfg.dump())}};
@@ -152,7 +152,7 @@ TEST_CASE("serve: SIGTERM lets the request in flight finish, by its deadline, th
 }
 
 TEST_CASE("serve: a client that leaves just as its answer is made gets one log line and one count",
-          "[cli]") {
+          "[system][cli]") {
   // Clients give up around the route's 50 ms deadline, so the coordinator's answer and the
   // handler's "client gone" race. Whichever comes first counts and logs the request, never both
   // (before the claim in reply_channel, ~3 runs in 4 logged and counted some request twice).

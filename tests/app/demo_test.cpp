@@ -71,7 +71,7 @@ json error_body(const http_answer& a, int status, const std::string& code) {
 
 } // namespace
 
-TEST_CASE("demo: every curl line it prints works as printed and shows what it says", "[demo]") {
+TEST_CASE("demo: every curl line it prints works as printed and shows what it says", "[system][demo]") {
   child_process demo{GATHER_BINARY, {"demo", "--listen", "127.0.0.1:0"}};
   auto listening = demo.wait_for_line("listening on");
   REQUIRE(listening);

@@ -111,7 +111,7 @@ gather::config require_valid(const json& document) {
 
 } // namespace
 
-TEST_CASE("the contract's example configuration loads", "[config]") {
+TEST_CASE("the contract's example configuration loads", "[unit][config]") {
   const config_result result = load_config(contract_example);
   for (const std::string& problem : result.problems)
     UNSCOPED_INFO("problem: " << problem);
@@ -158,7 +158,7 @@ TEST_CASE("the contract's example configuration loads", "[config]") {
   CHECK(orders.batch->retry.backoff == millis(200));
 }
 
-TEST_CASE("URL templates are split into literal and placeholder parts", "[config]") {
+TEST_CASE("URL templates are split into literal and placeholder parts", "[unit][config]") {
   const gather::config cfg = require_valid(with_sections(json::array({
       section("base", "http://h:81/items/{id}"),
       section("reviews", "https://h/r/{id}/{base.seller.id}?t={header.X-Tenant}&q={query.q}&x=1"),
@@ -187,7 +187,7 @@ TEST_CASE("URL templates are split into literal and placeholder parts", "[config
   CHECK(cfg.routes[0].sections[1].depends_on == std::vector<std::size_t>{0});
 }
 
-TEST_CASE("omitted keys take their documented defaults", "[config]") {
+TEST_CASE("omitted keys take their documented defaults", "[unit][config]") {
   json document = minimal();
   document["routes"][0]["sections"][0].erase("required");
   document["routes"][0]["sections"][0]["fallback"] = 0;
@@ -218,7 +218,7 @@ TEST_CASE("omitted keys take their documented defaults", "[config]") {
   CHECK(batch.url.parts.back().what == url_part::kind::item);
 }
 
-TEST_CASE("every problem is reported, not only the first", "[config]") {
+TEST_CASE("every problem is reported, not only the first", "[unit][config]") {
   json document = minimal();
   document["max_inflight"] = 0;
   document["listen"] = "nowhere";
@@ -239,7 +239,7 @@ TEST_CASE("every problem is reported, not only the first", "[config]") {
   CHECK(has_problem(result, "routes[0].bogus: unknown key"));
 }
 
-TEST_CASE("text that is not JSON gives one problem naming the position", "[config]") {
+TEST_CASE("text that is not JSON gives one problem naming the position", "[unit][config]") {
   const config_result result = load_config("{\n  \"routes\": [1, 2\n");
   CHECK_FALSE(result.value.has_value());
   REQUIRE(result.problems.size() == 1);
@@ -247,7 +247,7 @@ TEST_CASE("text that is not JSON gives one problem naming the position", "[confi
   CHECK(result.problems[0].find("line 3") != std::string::npos);
 }
 
-TEST_CASE("the document must be an object with a non-empty routes array", "[config]") {
+TEST_CASE("the document must be an object with a non-empty routes array", "[unit][config]") {
   require_problem(json::array(), "$: must be a JSON object");
   require_problem(json::object(), "routes: is required");
   require_problem({{"routes", json::array()}}, "routes: must be a non-empty array");
@@ -255,14 +255,14 @@ TEST_CASE("the document must be an object with a non-empty routes array", "[conf
   require_problem({{"routes", json::array({1})}}, "routes[0]: must be an object");
 }
 
-TEST_CASE("a key given twice in one object is an error", "[config]") {
+TEST_CASE("a key given twice in one object is an error", "[unit][config]") {
   const config_result result = load_config(R"({"routes": [{"path": "/a", "path": "/b",
       "sections": [{"name": "a", "url": "http://h/", "timeout_ms": 1, "required": true}]}]})");
   CHECK_FALSE(result.value.has_value());
   CHECK(has_problem(result, "routes[0].path: duplicate key"));
 }
 
-TEST_CASE("config files are read from disk", "[config]") {
+TEST_CASE("config files are read from disk", "[unit][config]") {
   SECTION("a readable file") {
     const std::string file_path = (std::filesystem::temp_directory_path() /
                                    ("gather_config_test_" + std::to_string(::getpid()) + ".json"))
@@ -285,7 +285,7 @@ TEST_CASE("config files are read from disk", "[config]") {
   }
 }
 
-TEST_CASE("unknown keys are errors at every level", "[config]") {
+TEST_CASE("unknown keys are errors at every level", "[unit][config]") {
   json top = minimal();
   top["extra"] = 1;
   require_problem(top, "extra: unknown key");
@@ -311,7 +311,7 @@ TEST_CASE("unknown keys are errors at every level", "[config]") {
   require_problem(cluster, "cluster.peers: unknown key");
 }
 
-TEST_CASE("integers must be JSON integers within their range", "[config]") {
+TEST_CASE("integers must be JSON integers within their range", "[unit][config]") {
   const auto with_timeout = [](json value) {
     json document = minimal();
     document["routes"][0]["sections"][0]["timeout_ms"] = std::move(value);
@@ -334,7 +334,7 @@ TEST_CASE("integers must be JSON integers within their range", "[config]") {
                   "routes[0].sections[0].timeout_ms: is required (an integer from 1 to 600000)");
 }
 
-TEST_CASE("top-level limits have ranges", "[config]") {
+TEST_CASE("top-level limits have ranges", "[unit][config]") {
   const auto with_top = [](const std::string& key, json value) {
     json document = minimal();
     document[key] = std::move(value);
@@ -352,7 +352,7 @@ TEST_CASE("top-level limits have ranges", "[config]") {
   CHECK(require_valid(with_top("max_body_bytes", 1)).max_body_bytes == 1);
 }
 
-TEST_CASE("listen is host:port with a port from 0 to 65535", "[config]") {
+TEST_CASE("listen is host:port with a port from 0 to 65535", "[unit][config]") {
   const auto with_listen = [](json value) {
     json document = minimal();
     document["listen"] = std::move(value);
@@ -367,7 +367,7 @@ TEST_CASE("listen is host:port with a port from 0 to 65535", "[config]") {
   CHECK(require_valid(with_listen("[::1]:9000")).listen == "[::1]:9000");
 }
 
-TEST_CASE("split_host_port accepts host:port only", "[config]") {
+TEST_CASE("split_host_port accepts host:port only", "[unit][config]") {
   using gather::split_host_port;
   CHECK(split_host_port("127.0.0.1:8080") == std::make_pair(std::string("127.0.0.1"), 8080));
   CHECK(split_host_port("example.com:0") == std::make_pair(std::string("example.com"), 0));
@@ -382,7 +382,7 @@ TEST_CASE("split_host_port accepts host:port only", "[config]") {
   CHECK_FALSE(split_host_port("h/x:80"));
 }
 
-TEST_CASE("booleans must be booleans", "[config]") {
+TEST_CASE("booleans must be booleans", "[unit][config]") {
   json required = minimal();
   required["routes"][0]["sections"][0]["required"] = "yes";
   const config_result result = load(required);
@@ -394,7 +394,7 @@ TEST_CASE("booleans must be booleans", "[config]") {
   require_problem(local, "cluster.local: must be true or false");
 }
 
-TEST_CASE("route paths are literal segments and whole-segment captures", "[config]") {
+TEST_CASE("route paths are literal segments and whole-segment captures", "[unit][config]") {
   const auto with_path = [](json path) {
     json document = minimal();
     document["routes"][0]["path"] = std::move(path);
@@ -429,7 +429,7 @@ TEST_CASE("route paths are literal segments and whole-segment captures", "[confi
   CHECK(require_valid(with_path("/healthz/{x}")).routes[0].segments.size() == 2);
 }
 
-TEST_CASE("a bad route path is not reported again through its captures", "[config]") {
+TEST_CASE("a bad route path is not reported again through its captures", "[unit][config]") {
   json document = minimal();
   document["routes"][0]["path"] = "/items//{id}";
   const config_result result = load(document);
@@ -437,7 +437,7 @@ TEST_CASE("a bad route path is not reported again through its captures", "[confi
   CHECK(has_problem(result, "routes[0].path: empty segment"));
 }
 
-TEST_CASE("a route is either an aggregate or a batch route", "[config]") {
+TEST_CASE("a route is either an aggregate or a batch route", "[unit][config]") {
   json both = minimal();
   both["routes"][0]["batch"] = minimal_batch();
   require_problem(both, "routes[0]: has both \"sections\" and \"batch\"");
@@ -460,7 +460,7 @@ TEST_CASE("a route is either an aggregate or a batch route", "[config]") {
                   "routes[0].batch: must be an object");
 }
 
-TEST_CASE("route deadline_ms", "[config]") {
+TEST_CASE("route deadline_ms", "[unit][config]") {
   json deadline = minimal();
   deadline["routes"][0]["deadline_ms"] = 600001;
   require_problem(deadline, "routes[0].deadline_ms: must be an integer from 1 to 600000");
@@ -472,7 +472,7 @@ TEST_CASE("route deadline_ms", "[config]") {
   require_problem(beside_batch, "routes[0].deadline_ms: not allowed beside \"batch\"");
 }
 
-TEST_CASE("routes may not overlap", "[config]") {
+TEST_CASE("routes may not overlap", "[unit][config]") {
   const auto with_paths = [](std::vector<std::string> paths) {
     json routes = json::array();
     for (const std::string& path : paths)
@@ -494,7 +494,7 @@ TEST_CASE("routes may not overlap", "[config]") {
   require_problem(batch_and_aggregate, "routes[1].path: overlaps routes[0].path");
 }
 
-TEST_CASE("section names", "[config]") {
+TEST_CASE("section names", "[unit][config]") {
   const auto with_name = [](json name) {
     json document = minimal();
     document["routes"][0]["sections"][0]["name"] = std::move(name);
@@ -520,7 +520,7 @@ TEST_CASE("section names", "[config]") {
   require_problem(duplicate, "routes[0].sections[1].name: duplicate section name \"a\"");
 }
 
-TEST_CASE("section url", "[config]") {
+TEST_CASE("section url", "[unit][config]") {
   const auto with_url = [](json url) {
     json document =
         with_sections(json::array({section("base", "http://h/"), section("a", "http://h/")}));
@@ -566,7 +566,7 @@ TEST_CASE("section url", "[config]") {
       with_url("https://h:8443/x/{id}/{base.a.b}?q={query.page-size}&h={header.X-A}#frag"));
 }
 
-TEST_CASE("optional sections must say how they degrade", "[config]") {
+TEST_CASE("optional sections must say how they degrade", "[unit][config]") {
   json optional = minimal();
   optional["routes"][0]["sections"][0]["required"] = false;
   require_problem(
@@ -585,7 +585,7 @@ TEST_CASE("optional sections must say how they degrade", "[config]") {
   }
 }
 
-TEST_CASE("fallback_from names another section's data", "[config]") {
+TEST_CASE("fallback_from names another section's data", "[unit][config]") {
   const auto with_fallback_from = [](json from) {
     json document =
         with_sections(json::array({section("base", "http://h/"), section("a", "http://h/")}));
@@ -608,7 +608,7 @@ TEST_CASE("fallback_from names another section's data", "[config]") {
   CHECK(field.routes[0].sections[1].fallback_from->field == gather::field_path{"a", "b"});
 }
 
-TEST_CASE("retry", "[config]") {
+TEST_CASE("retry", "[unit][config]") {
   const auto with_retry = [](json retry) {
     json document = minimal();
     document["routes"][0]["sections"][0]["retry"] = std::move(retry);
@@ -643,7 +643,7 @@ TEST_CASE("retry", "[config]") {
         3.0);
 }
 
-TEST_CASE("cache_ttl_ms", "[config]") {
+TEST_CASE("cache_ttl_ms", "[unit][config]") {
   json document = minimal();
   document["routes"][0]["sections"][0]["cache_ttl_ms"] = 86400001;
   require_problem(document,
@@ -652,7 +652,7 @@ TEST_CASE("cache_ttl_ms", "[config]") {
   CHECK(require_valid(document).routes[0].sections[0].cache_ttl == millis(86400000));
 }
 
-TEST_CASE("fields are non-empty dotted paths", "[config]") {
+TEST_CASE("fields are non-empty dotted paths", "[unit][config]") {
   const auto with_fields = [](json fields) {
     json document = minimal();
     document["routes"][0]["sections"][0]["fields"] = std::move(fields);
@@ -670,7 +670,7 @@ TEST_CASE("fields are non-empty dotted paths", "[config]") {
         std::vector<gather::field_path>{{"a", "b"}, {"c"}});
 }
 
-TEST_CASE("forward_headers are header names, never hop-by-hop ones", "[config]") {
+TEST_CASE("forward_headers are header names, never hop-by-hop ones", "[unit][config]") {
   const auto with_headers = [](json headers) {
     json document = minimal();
     document["routes"][0]["sections"][0]["forward_headers"] = std::move(headers);
@@ -696,7 +696,7 @@ TEST_CASE("forward_headers are header names, never hop-by-hop ones", "[config]")
             .forward_headers == std::vector<std::string>{"x-tenant", "accept-language"});
 }
 
-TEST_CASE("depends_on lists the distinct sections a url reads", "[config]") {
+TEST_CASE("depends_on lists the distinct sections a url reads", "[unit][config]") {
   json document = with_sections(json::array({
       section("a", "http://h/"),
       section("b", "http://h/"),
@@ -713,7 +713,7 @@ TEST_CASE("depends_on lists the distinct sections a url reads", "[config]") {
 }
 
 TEST_CASE("resolve_order puts every section after what it waits for, ties in route order",
-          "[config]") {
+          "[unit][config]") {
   json document = with_sections(json::array({
       section("late", "http://h/{mid.x}"),
       section("free", "http://h/"),
@@ -726,7 +726,7 @@ TEST_CASE("resolve_order puts every section after what it waits for, ties in rou
   CHECK(require_valid(document).routes[0].resolve_order == std::vector<std::size_t>{1, 3, 2, 0, 4});
 }
 
-TEST_CASE("dependency cycles are errors naming the cycle", "[config]") {
+TEST_CASE("dependency cycles are errors naming the cycle", "[unit][config]") {
   SECTION("through urls") {
     require_problem(with_sections(json::array(
                         {section("a", "http://h/{b.x}"), section("b", "http://h/{a.x}")})),
@@ -751,7 +751,7 @@ TEST_CASE("dependency cycles are errors naming the cycle", "[config]") {
   }
 }
 
-TEST_CASE("a reference to a field that the section's projection drops is an error", "[config]") {
+TEST_CASE("a reference to a field that the section's projection drops is an error", "[unit][config]") {
   const auto referring = [](const std::string& url, json fallback_from) {
     json source = section("src", "http://h/");
     source["fields"] = {"a", "k.v"};
@@ -773,7 +773,7 @@ TEST_CASE("a reference to a field that the section's projection drops is an erro
   require_valid(referring("http://h/", "src"));
 }
 
-TEST_CASE("batch routes", "[config]") {
+TEST_CASE("batch routes", "[unit][config]") {
   const auto with = [](const std::string& key, json value) {
     json batch = minimal_batch();
     batch[key] = std::move(value);
@@ -835,7 +835,7 @@ TEST_CASE("batch routes", "[config]") {
   CHECK(batch.url.parts[7].text == "x-h");
 }
 
-TEST_CASE("cluster", "[config]") {
+TEST_CASE("cluster", "[unit][config]") {
   const auto with_cluster = [](json cluster) {
     json document = minimal();
     document["cluster"] = std::move(cluster);
@@ -863,7 +863,7 @@ TEST_CASE("cluster", "[config]") {
 
 // ---- config keys of the front (docs/config.md) -----------------------------------------------------------------
 
-TEST_CASE("config: io_threads is an integer from 1 to 64", "[front][config]") {
+TEST_CASE("config: io_threads is an integer from 1 to 64", "[unit][front][config]") {
   const std::string io = "io_threads: must be an integer from 1 to 64";
   require_problem(with_top("io_threads", 0), io);
   require_problem(with_top("io_threads", 65), io);
@@ -873,7 +873,7 @@ TEST_CASE("config: io_threads is an integer from 1 to 64", "[front][config]") {
   CHECK(require_valid(with_top("io_threads", 1)).io_threads == 1);
 }
 
-TEST_CASE("config: the inbound limits have ranges and defaults", "[front][config]") {
+TEST_CASE("config: the inbound limits have ranges and defaults", "[unit][front][config]") {
   require_problem(with_top("max_connections", 0), "max_connections: must be an integer from 1 to 1000000");
   require_problem(with_top("max_connections", 1000001), "max_connections: must be an integer from 1 to 1000000");
   require_problem(with_top("max_request_line_bytes", 63), "max_request_line_bytes: must be an integer from 64");
@@ -903,7 +903,7 @@ TEST_CASE("config: the inbound limits have ranges and defaults", "[front][config
   CHECK(cfg.inbound.request_timeout == std::chrono::milliseconds{1500});
 }
 
-TEST_CASE("config: tls needs both files and no other key", "[front][config]") {
+TEST_CASE("config: tls needs both files and no other key", "[unit][front][config]") {
   require_problem(with_top("tls", {{"cert_file", "c.pem"}}), "tls.key_file: is required");
   require_problem(with_top("tls", {{"key_file", "k.pem"}}), "tls.cert_file: is required");
   require_problem(with_top("tls", {{"cert_file", "c.pem"}, {"key_file", "k.pem"}, {"ca_file", "x"}}),
@@ -919,13 +919,13 @@ TEST_CASE("config: tls needs both files and no other key", "[front][config]") {
   CHECK(cfg.tls->key_file == "k.pem");
 }
 
-TEST_CASE("config: a $schema key is accepted and ignored", "[front][config]") {
+TEST_CASE("config: a $schema key is accepted and ignored", "[unit][front][config]") {
   const auto cfg = require_valid(with_top("$schema", "x"));
   CHECK(cfg.routes.size() == 1);
   require_problem(with_top("$schemas", "x"), "$schemas: unknown key");
 }
 
-TEST_CASE("a url's port is a number from 1 to 65535", "[config]") {
+TEST_CASE("a url's port is a number from 1 to 65535", "[unit][config]") {
   for (const char* url : {"http://h:0/a/{id}", "http://h:65536/a/{id}", "http://h:99999999999/a/{id}",
                           "http://h:8x/a/{id}", "http://[::1]:70000/a/{id}"}) {
     INFO(url);
@@ -936,7 +936,7 @@ TEST_CASE("a url's port is a number from 1 to 65535", "[config]") {
   require_valid(with_sections(json::array({section("a", "http://[::1]:8080/a/{id}")})));
 }
 
-TEST_CASE("docs/config.md's example is the configuration the tests load", "[config]") {
+TEST_CASE("docs/config.md's example is the configuration the tests load", "[unit][config]") {
   std::ifstream in{std::string{GATHER_SOURCE_DIR} + "/docs/config.md"};
   std::stringstream doc;
   doc << in.rdbuf();

@@ -35,7 +35,7 @@ bool has(const std::vector<std::string>& all, const std::string& text) {
 
 } // namespace
 
-TEST_CASE("resilience keys take their defaults when left out", "[config][resilience]") {
+TEST_CASE("resilience keys take their defaults when left out", "[unit][config][resilience]") {
   auto loaded = load_config(with_section(json::object()).dump());
   REQUIRE(loaded.value);
   const auto& cfg = *loaded.value;
@@ -48,7 +48,7 @@ TEST_CASE("resilience keys take their defaults when left out", "[config][resilie
   CHECK(cfg.deadline_header == "X-Timeout-Ms");
 }
 
-TEST_CASE("resilience keys are read", "[config][resilience]") {
+TEST_CASE("resilience keys are read", "[unit][config][resilience]") {
   auto loaded = load_config(
     with_section({{"hedge", {{"percentile", 99.9}, {"max", 3}}},
                   {"max_concurrent", 8},
@@ -76,7 +76,7 @@ TEST_CASE("resilience keys are read", "[config][resilience]") {
   CHECK(*fixed.value->routes[0].sections[0].hedge->after == millis{40});
 }
 
-TEST_CASE("every resilience mistake is one problem under its path", "[config][resilience]") {
+TEST_CASE("every resilience mistake is one problem under its path", "[unit][config][resilience]") {
   const std::string s = "routes[0].sections[0]";
   CHECK(has(problems(with_section({{"hedge", {{"after_ms", 10}, {"percentile", 90}}}})),
             s + ".hedge: must have exactly one of \"after_ms\" (a fixed delay) and \"percentile\" "

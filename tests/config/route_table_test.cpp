@@ -26,7 +26,7 @@ using captures = std::vector<std::pair<std::string, std::string>>;
 
 } // namespace
 
-TEST_CASE("match_route finds the route and its captures", "[route]") {
+TEST_CASE("match_route finds the route and its captures", "[unit][route]") {
   const auto routes =
       routes_for({"/products/{id}", "/orders/status", "/", "/shops/{shop}/items/{item}"});
 
@@ -50,7 +50,7 @@ TEST_CASE("match_route finds the route and its captures", "[route]") {
   CHECK(item->captures == captures{{"shop", "s1"}, {"item", "i9"}});
 }
 
-TEST_CASE("match_route refuses paths that match no route", "[route]") {
+TEST_CASE("match_route refuses paths that match no route", "[unit][route]") {
   const auto routes = routes_for({"/products/{id}", "/orders/status"});
   CHECK_FALSE(match_route(routes, ""));
   CHECK_FALSE(match_route(routes, "products/42"));
@@ -66,7 +66,7 @@ TEST_CASE("match_route refuses paths that match no route", "[route]") {
 }
 
 TEST_CASE("match_route splits before decoding: an encoded slash stays inside its capture",
-          "[route]") {
+          "[unit][route]") {
   const auto routes = routes_for({"/products/{id}", "/a/b/c"});
 
   const auto encoded_slash = match_route(routes, "/products/a%2Fb");
@@ -90,7 +90,7 @@ TEST_CASE("match_route splits before decoding: an encoded slash stays inside its
   CHECK_FALSE(match_route(routes, "/a/b%2Fc"));
 }
 
-TEST_CASE("match_route compares literal segments with the decoded segment", "[route]") {
+TEST_CASE("match_route compares literal segments with the decoded segment", "[unit][route]") {
   const auto routes = routes_for({"/orders/status", "/v1/a:b"});
   const auto encoded_letter = match_route(routes, "/orders/%73tatus");
   REQUIRE(encoded_letter);
@@ -101,7 +101,7 @@ TEST_CASE("match_route compares literal segments with the decoded segment", "[ro
   CHECK(match_route(routes, "/v1/a:b"));
 }
 
-TEST_CASE("match_route keeps malformed escapes as written", "[route]") {
+TEST_CASE("match_route keeps malformed escapes as written", "[unit][route]") {
   const auto routes = routes_for({"/products/{id}"});
   const auto malformed = match_route(routes, "/products/100%");
   REQUIRE(malformed);

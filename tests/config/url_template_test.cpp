@@ -58,7 +58,7 @@ struct request_values {
 
 } // namespace
 
-TEST_CASE("percent_encode keeps only unreserved characters", "[url]") {
+TEST_CASE("percent_encode keeps only unreserved characters", "[unit][url]") {
   using gather::percent_encode;
   CHECK(percent_encode("AZaz09-._~") == "AZaz09-._~");
   CHECK(percent_encode("") == "");
@@ -82,7 +82,7 @@ TEST_CASE("percent_encode keeps only unreserved characters", "[url]") {
   CHECK(percent_encode("\xF0\x9F\x98\x80") == "%F0%9F%98%80"); // an emoji
 }
 
-TEST_CASE("percent_encode encodes values made only of dots entirely", "[url]") {
+TEST_CASE("percent_encode encodes values made only of dots entirely", "[unit][url]") {
   using gather::percent_encode;
   CHECK(percent_encode(".") == "%2E");
   CHECK(percent_encode("..") == "%2E%2E");
@@ -92,7 +92,7 @@ TEST_CASE("percent_encode encodes values made only of dots entirely", "[url]") {
   CHECK(percent_encode("..a") == "..a");
 }
 
-TEST_CASE("percent_decode decodes %XX and keeps anything malformed", "[url]") {
+TEST_CASE("percent_decode decodes %XX and keeps anything malformed", "[unit][url]") {
   using gather::percent_decode;
   CHECK(percent_decode("a%2Fb") == "a/b");
   CHECK(percent_decode("a%2fb") == "a/b");
@@ -109,7 +109,7 @@ TEST_CASE("percent_decode decodes %XX and keeps anything malformed", "[url]") {
     CHECK(percent_decode(gather::percent_encode(value)) == value);
 }
 
-TEST_CASE("scalar_text writes JSON scalars as they are substituted", "[url]") {
+TEST_CASE("scalar_text writes JSON scalars as they are substituted", "[unit][url]") {
   using gather::scalar_text;
   CHECK(scalar_text("abc") == "abc");
   CHECK(scalar_text("") == "");
@@ -127,7 +127,7 @@ TEST_CASE("scalar_text writes JSON scalars as they are substituted", "[url]") {
   CHECK_FALSE(scalar_text(json::array({1})));
 }
 
-TEST_CASE("find_field walks dotted paths through objects", "[url]") {
+TEST_CASE("find_field walks dotted paths through objects", "[unit][url]") {
   const json data = {{"a", {{"b", {{"c", 1}}}}}, {"list", {1, 2}}, {"n", nullptr}};
   using gather::find_field;
   CHECK(find_field(data, {}) == &data);
@@ -143,7 +143,7 @@ TEST_CASE("find_field walks dotted paths through objects", "[url]") {
 }
 
 TEST_CASE("render_url substitutes encoded captures, query values, headers and section fields",
-          "[url]") {
+          "[unit][url]") {
   const gather::url_template tpl = parsed_url(
       "http://h:9/items/{id}/seller/{base.seller.id}?tenant={header.x-tenant}&page={query.page}");
   request_values values;
@@ -185,7 +185,7 @@ TEST_CASE("render_url substitutes encoded captures, query values, headers and se
   }
 }
 
-TEST_CASE("render_url copies a template without placeholders as written", "[url]") {
+TEST_CASE("render_url copies a template without placeholders as written", "[unit][url]") {
   const gather::url_template tpl = parsed_url("https://h/static?x=%20&y=1");
   CHECK(gather::render_url(tpl, request_values{}) == "https://h/static?x=%20&y=1");
 }

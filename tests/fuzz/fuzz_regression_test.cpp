@@ -52,7 +52,7 @@ std::string render(const std::string& url, const std::string& value) {
 
 } // namespace
 
-TEST_CASE("fuzz corpora replay through the fuzz targets' checks", "[fuzz]") {
+TEST_CASE("fuzz corpora replay through the fuzz targets' checks", "[unit][fuzz]") {
   CHECK(replay("config", gather_fuzz_config) > 0);
   CHECK(replay("answer", gather_fuzz_answer) > 0);
   CHECK(replay("batch_body", gather_fuzz_batch_body) > 0);
@@ -63,7 +63,7 @@ TEST_CASE("fuzz corpora replay through the fuzz targets' checks", "[fuzz]") {
 #endif
 }
 
-TEST_CASE("fuzz finding: an empty value beside literal dots makes no dot segment", "[fuzz][url]") {
+TEST_CASE("fuzz finding: an empty value beside literal dots makes no dot segment", "[unit][fuzz][url]") {
   // fuzz_url found "/.{query.e}" rendering "/." with e empty: a segment clients and servers remove.
   CHECK(render("http://h/a/.{query.e}/b", "") == "http://h/a/%2E/b");
   CHECK(render("http://h/a/{query.e}../b", "") == "http://h/a/%2E%2E/b");
@@ -79,7 +79,7 @@ TEST_CASE("fuzz finding: an empty value beside literal dots makes no dot segment
   CHECK(render("http://h/a?x={query.e}.", "") == "http://h/a?x=.");
 }
 
-TEST_CASE("fuzz finding: a number beyond a double is a config problem, not an abort", "[fuzz][config]") {
+TEST_CASE("fuzz finding: a number beyond a double is a config problem, not an abort", "[unit][fuzz][config]") {
   // fuzz_config found that nlohmann reports 1e400 as out_of_range.406, which escaped load_config
   // (it only caught parse_error) and terminated `gather check` / `gather serve`.
   for (const char* text : {R"({"max_inflight": 1e400})", R"({"routes": [], "x": -22222e2222222})",

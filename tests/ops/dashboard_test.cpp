@@ -590,7 +590,7 @@ TEST_CASE("the page the binary serves is index.html with dashboard.css and dashb
 }
 
 TEST_CASE("the dashboard draws a known scrape: parsing, escapes, rates, interval quantiles, 60 s windows",
-          "[dashboard]") {
+          "[system][dashboard]") {
   require_chromium();
   // A fake gateway: the page, a /metrics whose counters grow by a fixed step on every scrape, and
   // a fixed /debug/actors. gather_late_replies_total is the scrape's number, so the test knows
@@ -748,7 +748,7 @@ TEST_CASE("the dashboard draws a known scrape: parsing, escapes, rates, interval
   CHECK(find_one(dom, "slowest_pending", {{"data-request-id", "<script>x</script>"}}).value() == 2);
 }
 
-TEST_CASE("under load the dashboard polls the gateway, and its totals equal /metrics", "[dashboard]") {
+TEST_CASE("under load the dashboard polls the gateway, and its totals equal /metrics", "[system][dashboard]") {
   require_chromium();
   test_server down;
   down.get(R"(/ok/(\w+))", [](const httplib::Request& req, httplib::Response& res) {
@@ -939,7 +939,7 @@ TEST_CASE("under load the dashboard polls the gateway, and its totals equal /met
   }
 }
 
-TEST_CASE("a route of 20 sections: every row is drawn", "[dashboard]") {
+TEST_CASE("a route of 20 sections: every row is drawn", "[system][dashboard]") {
   require_chromium();
   test_server down;
   down.get(R"(/s/(\d+))", [&](const httplib::Request& req, httplib::Response& res) {
@@ -990,7 +990,7 @@ TEST_CASE("a route of 20 sections: every row is drawn", "[dashboard]") {
 }
 
 TEST_CASE("a section that always takes about 120 ms reads within 10% of that on the dashboard",
-          "[dashboard]") {
+          "[system][dashboard]") {
   // Quantiles are interpolated inside one histogram bucket. With buckets 100 and 250 ms a section
   // that always took 121 ms read p50 175 ms; in the 100..125 ms bucket it reads p50 112.5 and p99
   // 124.75 ms. Two sections: one whose downstream answers after 116 ms, one cut by its 116 ms

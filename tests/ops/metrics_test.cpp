@@ -63,7 +63,7 @@ scrape scrape_of(running_gateway& gw) {
 
 } // namespace
 
-TEST_CASE("label values are escaped as the text format requires", "[metrics]") {
+TEST_CASE("label values are escaped as the text format requires", "[unit][metrics]") {
   CHECK(gather::escape_label(R"(a"b\c)") == R"(a\"b\\c)");
   CHECK(gather::escape_label("line\nbreak") == R"(line\nbreak)");
 }

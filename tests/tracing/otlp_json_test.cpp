@@ -34,7 +34,7 @@ std::string text(const span_id_hex& id) { return {id.begin(), id.end()}; }
 
 } // namespace
 
-TEST_CASE("otlp json: one resource with service.name, one scope, the spans", "[tracing]") {
+TEST_CASE("otlp json: one resource with service.name, one scope, the spans", "[unit][tracing]") {
   const auto server = server_span();
   span_record client;
   client.trace_id = server.trace_id;
@@ -86,7 +86,7 @@ TEST_CASE("otlp json: one resource with service.name, one scope, the spans", "[t
                                       "status"});
 }
 
-TEST_CASE("otlp json: an empty batch is still a valid request", "[tracing]") {
+TEST_CASE("otlp json: an empty batch is still a valid request", "[unit][tracing]") {
   const auto doc = json::parse(encode_otlp_json("gather", {}));
   CHECK(doc["resourceSpans"][0]["scopeSpans"][0]["spans"] == json::array());
 }

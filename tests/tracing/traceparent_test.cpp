@@ -25,7 +25,7 @@ bool lower_hex(const std::string& s) {
 
 } // namespace
 
-TEST_CASE("traceparent: a valid version 00 value gives its trace id, parent id and flag", "[tracing]") {
+TEST_CASE("traceparent: a valid version 00 value gives its trace id, parent id and flag", "[unit][tracing]") {
   auto sampled = parse_traceparent("00-" + trace_hex + "-" + parent_hex + "-01");
   REQUIRE(sampled);
   CHECK(text(sampled->trace_id) == trace_hex);
@@ -41,7 +41,7 @@ TEST_CASE("traceparent: a valid version 00 value gives its trace id, parent id a
   CHECK(parse_traceparent("00-" + trace_hex + "-" + parent_hex + "-03")->sampled);
 }
 
-TEST_CASE("traceparent: invalid values are refused", "[tracing]") {
+TEST_CASE("traceparent: invalid values are refused", "[unit][tracing]") {
   const std::string good = "00-" + trace_hex + "-" + parent_hex + "-01";
   REQUIRE(parse_traceparent(good));
   const char* bad[] = {
@@ -67,7 +67,7 @@ TEST_CASE("traceparent: invalid values are refused", "[tracing]") {
   }
 }
 
-TEST_CASE("traceparent: a future version is read leniently from its first 55 characters", "[tracing]") {
+TEST_CASE("traceparent: a future version is read leniently from its first 55 characters", "[unit][tracing]") {
   auto exact = parse_traceparent("01-" + trace_hex + "-" + parent_hex + "-01");
   REQUIRE(exact);
   CHECK(text(exact->trace_id) == trace_hex);
@@ -77,7 +77,7 @@ TEST_CASE("traceparent: a future version is read leniently from its first 55 cha
   CHECK(more->sampled);
 }
 
-TEST_CASE("traceparent: formatting is version 00 and parses back", "[tracing]") {
+TEST_CASE("traceparent: formatting is version 00 and parses back", "[unit][tracing]") {
   const auto trace = new_trace_id();
   const auto span = new_span_id();
   const auto out = format_traceparent(trace, span, true);
@@ -89,7 +89,7 @@ TEST_CASE("traceparent: formatting is version 00 and parses back", "[tracing]") 
   CHECK(back->parent_id == span);
 }
 
-TEST_CASE("traceparent: new ids are lower-case hex, never zero, and do not repeat", "[tracing]") {
+TEST_CASE("traceparent: new ids are lower-case hex, never zero, and do not repeat", "[unit][tracing]") {
   std::set<std::string> traces, spans;
   for (int i = 0; i < 10000; ++i) {
     const auto t = text(new_trace_id());
@@ -103,7 +103,7 @@ TEST_CASE("traceparent: new ids are lower-case hex, never zero, and do not repea
   CHECK(spans.size() == 10000);
 }
 
-TEST_CASE("traceparent: the ratio sampler keeps about its share of new traces", "[tracing]") {
+TEST_CASE("traceparent: the ratio sampler keeps about its share of new traces", "[unit][tracing]") {
   int kept = 0;
   for (int i = 0; i < 20000; ++i)
     kept += sample_new_trace(new_trace_id(), 0.25) ? 1 : 0;
@@ -116,7 +116,7 @@ TEST_CASE("traceparent: the ratio sampler keeps about its share of new traces", 
   CHECK(sample_new_trace(any, 0.5) == sample_new_trace(any, 0.5));
 }
 
-TEST_CASE("traceparent: a request continues a valid trace, honours its flag, else starts one", "[tracing]") {
+TEST_CASE("traceparent: a request continues a valid trace, honours its flag, else starts one", "[unit][tracing]") {
   const auto now = std::chrono::steady_clock::now();
   auto continued = start_trace("00-" + trace_hex + "-" + parent_hex + "-01", now, 0.0);
   CHECK(continued.trace_id_text() == trace_hex);

@@ -32,7 +32,7 @@ bool has(const std::vector<std::string>& problems, const std::string& text) {
 
 } // namespace
 
-TEST_CASE("tracing config: absent means no tracing, present gets its defaults", "[tracing][config]") {
+TEST_CASE("tracing config: absent means no tracing, present gets its defaults", "[unit][tracing][config]") {
   auto plain = with_tracing({});
   plain.erase("tracing");
   auto none = gather::load_config(plain.dump());
@@ -63,7 +63,7 @@ TEST_CASE("tracing config: absent means no tracing, present gets its defaults", 
   CHECK(custom.value->tracing->export_interval == gather::millis{100});
 }
 
-TEST_CASE("tracing config: every problem is named by its JSON path", "[tracing][config]") {
+TEST_CASE("tracing config: every problem is named by its JSON path", "[unit][tracing][config]") {
   CHECK(has(problems_of(with_tracing(json::object())), "tracing.otlp_endpoint: "));
   CHECK(has(problems_of(with_tracing("http://x")), "tracing: "));
   const auto p = problems_of(with_tracing({{"otlp_endpoint", "ftp://collector/v1/traces"},
@@ -87,7 +87,7 @@ TEST_CASE("tracing config: every problem is named by its JSON path", "[tracing][
   CHECK(has(problems_of(with_tracing({{"otlp_endpoint", 4318}})), "tracing.otlp_endpoint: "));
 }
 
-TEST_CASE("tracing config: gather check prints the tracing problems and exits 2", "[tracing][config][cli]") {
+TEST_CASE("tracing config: gather check prints the tracing problems and exits 2", "[system][tracing][config][cli]") {
   using namespace gather::test;
   auto r = run(GATHER_BINARY, {"check", "--config",
                                temp_file(with_tracing({{"otlp_endpoint", "collector:4318"},

@@ -11,25 +11,12 @@
 #include <boost/beast/http/basic_parser.hpp>
 
 #include "gather/config/config.hpp"
+#include "gather/values/request_head.hpp"
 
 namespace gather {
 
 /// Why a request was refused while it was being parsed; `none` while all is well.
 enum class parse_refusal { none, bad_request, uri_too_long, headers_too_large, payload_too_large };
-
-/// The request's parts as the front reads them; header names lower-case.
-struct request_head {
-  std::string method;
-  std::string target;
-  int version = 11; ///< 10 or 11
-  std::vector<std::pair<std::string, std::string>> headers;
-
-  /// First value of a header (lower-case name), "" when absent.
-  const std::string& header(const std::string& lower_name) const;
-  bool has_header(const std::string& lower_name) const;
-  /// The target's path, still percent-encoded, without the query.
-  std::string path() const { return target.substr(0, target.find('?')); }
-};
 
 class request_parser : public boost::beast::http::basic_parser<true> {
 public:

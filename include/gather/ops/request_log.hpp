@@ -7,22 +7,21 @@
 
 #include "gather/downstream/batch_plan.hpp"
 #include "gather/config/config.hpp"
-#include "gather/values/inbound_request.hpp"
 #include "gather/values/section_outcome.hpp"
 
 namespace gather {
 
 /// An aggregate request: id, route, status, total ms, and per section status, source, attempts,
 /// ms, the last downstream HTTP status and the private failure detail.
-void log_request(const inbound_request& in, const std::string& route, int status, std::int64_t ms,
-                 const std::vector<section_config>& sections,
+void log_request(const std::string& request_id, const std::string& trace_id, const std::string& route,
+                 int status, std::int64_t ms, const std::vector<section_config>& sections,
                  const std::vector<section_outcome>& outcomes);
 
 /// A batch request: id, route, status, total ms, items, distinct calls, attempts started, calls
 /// never started, rows per status, and the calls that did not end ok summarised per status and last downstream HTTP status:
 /// how many calls, and the first one's item and private detail.
-void log_batch_request(const inbound_request& in, const std::string& route, int status,
-                       std::int64_t ms, const batch_plan& plan,
+void log_batch_request(const std::string& request_id, const std::string& trace_id,
+                       const std::string& route, int status, std::int64_t ms, const batch_plan& plan,
                        const std::vector<section_outcome>& calls);
 
 /// A request answered without sections (errors, refusals, a client that left). Every line carries

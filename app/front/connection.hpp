@@ -56,12 +56,10 @@ public:
 /// The front's side of reply_sink: posts the answer to the connection's loop.
 class connection_sink final : public reply_sink {
 public:
-  connection_sink(boost::asio::any_io_executor loop, std::weak_ptr<connection_base> conn,
-                  request_dispatch& dispatch)
-    : loop_(loop), conn_(std::move(conn)), dispatch_(dispatch) {}
+  connection_sink(boost::asio::any_io_executor loop, std::weak_ptr<connection_base> conn)
+    : loop_(loop), conn_(std::move(conn)) {}
 
   void deliver(http_reply reply) override {
-    dispatch_.release();
     boost::asio::post(loop_, [conn = conn_, reply = std::move(reply)]() mutable {
       if (auto live = conn.lock())
         live->on_reply(std::move(reply));
@@ -71,7 +69,6 @@ public:
 private:
   boost::asio::any_io_executor loop_;
   std::weak_ptr<connection_base> conn_;
-  request_dispatch& dispatch_;
 };
 
 template <class Stream>
@@ -131,7 +128,7 @@ public:
 
   void force_close() override {
     if (started_ && sink_ && sink_->claim())
-      shared_.dispatch.give_up(*started_, false, request_id_, arrived_);
+      shared_.dispatch.give_up(*started_, sink_->record(), false);
     close();
   }
 
@@ -155,7 +152,8 @@ private:
     if (shared_.draining.load(std::memory_order_relaxed) && buffer_.size() == 0)
       return close();
     state_ = phase::reading;
-    parser_.reset(); // made when the first byte of the next request arrives
+    admitting_.reset(); // it points into the parser's head
+    parser_.reset();    // made when the first byte of the next request arrives
     head_handled_ = false;
     close_after_ = false;
     request_begun_ = false;
@@ -202,10 +200,12 @@ private:
     request_id_ = request_id_for(head);
     keep_alive_ = parser_->keep_alive();
     const bool body_follows = !parser_->is_done();
-    if (body_follows && shared_.dispatch.reads_body(*serving_, head, request_id_)) {
-      if (shared_.dispatch.overloaded(*serving_)) { // refused on the head: the body stays unread
-        close_after_ = true;
-        answer_now(shared_.dispatch.refuse_overloaded(*serving_, head, request_id_, clock::now()));
+    if (body_follows && request_dispatch::may_read_body(head)) {
+      admitting_.emplace(*serving_, head, request_id_, shared_.stats);
+      if (auto refused = shared_.dispatch.admit_head(*admitting_, clock::now())) {
+        close_after_ = true; // refused on the head: the body stays unread
+        admitting_.reset();
+        answer_now(*refused);
         return false;
       }
       if (boost::beast::iequals(head.header("expect"), "100-continue"))
@@ -224,6 +224,7 @@ private:
   }
 
   void refuse_unparsed(const error_code& ec) {
+    admitting_.reset();
     const auto why = parser_->refusal_for(ec);
     auto& head = parser_->head();
     request_id_ = head.target.empty() ? request_id_for(request_head{}) : request_id_for(head);
@@ -245,10 +246,11 @@ private:
     state_ = phase::waiting;
     head_only_ = parser_->head().method == "HEAD";
     version_ = parser_->head().version;
-    auto sink = std::make_shared<connection_sink>(stream_.get_executor(), this->weak_from_this(),
-                                                  shared_.dispatch);
-    auto result =
-      shared_.dispatch.serve(serving_, parser_->head(), std::move(body), request_id_, arrived_, sink);
+    auto sink = std::make_shared<connection_sink>(stream_.get_executor(), this->weak_from_this());
+    if (!admitting_) // else admitted on its head already: the route stays matched
+      admitting_.emplace(*serving_, parser_->head(), request_id_, shared_.stats);
+    auto result = shared_.dispatch.serve(serving_, *admitting_, std::move(body), arrived_, sink);
+    admitting_.reset();
     if (auto* reply = std::get_if<http_reply>(&result))
       return send_answer(*reply);
     started_ = std::move(std::get<started_request>(result));
@@ -313,7 +315,7 @@ private:
   /// The client closed or reset its side.
   void on_read_end() {
     if (state_ == phase::waiting && started_ && sink_ && sink_->claim()) {
-      shared_.dispatch.give_up(*started_, true, request_id_, arrived_);
+      shared_.dispatch.give_up(*started_, sink_->record(), true);
       started_.reset();
       return close();
     }
@@ -433,7 +435,7 @@ private:
         return set_deadline(started_ ? started_->hard_limit : clock::time_point::max(), why::hard_limit);
       case why::hard_limit:
         if (started_ && sink_ && sink_->claim()) {
-          const auto reply = shared_.dispatch.give_up(*started_, false, request_id_, arrived_);
+          const auto reply = shared_.dispatch.give_up(*started_, sink_->record(), false);
           started_.reset();
           sink_.reset();
           keep_alive_ = false;
@@ -461,6 +463,8 @@ private:
   boost::asio::steady_timer timer_;
   boost::beast::flat_buffer buffer_;
   std::optional<request_parser> parser_;
+  /// The request at admission, from its head (matched once) until it is served or refused.
+  std::optional<admission_request> admitting_;
   std::deque<pending_write> writes_;
   phase state_ = phase::reading;
   bool read_pending_ = false;

@@ -1,4 +1,4 @@
-#include "gather/front/batch_body.hpp"
+#include "gather/admission/batch_body.hpp"
 
 #include <nlohmann/json.hpp>
 

@@ -1,0 +1,17 @@
+// The admission checks, one function each (app/admission/admission.cpp runs them in order).
+#pragma once
+
+#include <optional>
+
+#include "gather/admission/admission.hpp"
+
+namespace gather {
+
+std::optional<refusal> check_route(admission_request& request);    // 404 no_route
+std::optional<refusal> check_method(admission_request& request);   // 405, with Allow
+std::optional<refusal> check_size(admission_request& request);     // 413, the declared length
+std::optional<refusal> check_encoding(admission_request& request); // 415, an encoded body
+std::optional<refusal> check_overload(admission_request& request); // 503, takes the in-flight slot
+std::optional<refusal> check_batch_body(admission_request& request); // 400, reads the items
+
+} // namespace gather

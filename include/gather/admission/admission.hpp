@@ -1,0 +1,70 @@
+// Admission: the checks an inbound request passes before it may start, in the contract's order
+// (docs/api.md): no_route (404), method (405), size (413), encoding (415), overload (503), body
+// (400). Each check looks at the request and either passes it on or ends it with a refusal value;
+// nothing here counts, logs or writes (the front finishes the request's record with the refusal).
+//
+// To add a check (authentication, a rate limit, a CORS preflight's answer):
+//   1. write one function `std::optional<refusal> check_NAME(admission_request&)` in its own file
+//      in app/admission/ and declare it in app/admission/checks.hpp;
+//   2. put it in its place in the ordered table `checks` in app/admission/admission.cpp.
+// A check that needs the body returns nullopt while `request.body` is null (the first pass runs
+// on the head alone, before the body is read). State a check keeps goes in the configuration
+// generation (`serving_config`, built from the config in its constructor) or, when it must
+// outlive reloads, in the gateway, reached through a reference added to admission_request.
+// A check may also answer a request outright (a preflight's 204): the refusal's reply is sent as
+// it is, and the request never starts.
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "gather/actors/request_record.hpp"
+#include "gather/actors/serving_config.hpp"
+#include "gather/config/route_table.hpp"
+#include "gather/values/batch_item.hpp"
+#include "gather/values/gateway_stats.hpp"
+#include "gather/values/http_reply.hpp"
+#include "gather/values/request_head.hpp"
+
+namespace gather {
+
+/// How a request ends before it starts: the reply the client gets, and the log line's detail.
+struct refusal {
+  http_reply reply;
+  std::string detail; ///< never sent; empty: "refused: <error code>"
+};
+
+/// One request at admission: what the checks read, and what they leave for starting it.
+struct admission_request {
+  /// Matches the route (once: every check and the request's start use this match).
+  admission_request(const serving_config& serving, const request_head& head,
+                    const std::string& request_id, gateway_stats& stats);
+
+  const serving_config& serving;
+  const request_head& head;
+  const std::string& request_id;
+  gateway_stats& stats;
+  std::optional<route_match> match; ///< empty: no route matched
+  /// The body, once read; null on the first pass (the head alone, before reading a body).
+  const std::string* body = nullptr;
+
+  // Left by the checks for the request's start:
+  inflight_slot slot;            ///< taken by the overload check on the full pass
+  std::vector<batch_item> items; ///< a batch route's items, read by the body check
+
+  /// The matched route, or null.
+  const route_config* route() const;
+  /// The matched route's index, or the number of routes (the metrics' no_route).
+  std::size_t route_index() const;
+};
+
+/// Runs the checks in order; the first refusal ends the request. nullopt: admitted (on the first
+/// pass: the body may be read; on the full pass: the request may start, holding `slot`).
+std::optional<refusal> admit(admission_request& request);
+
+/// The refusal with status `status`, its contract error code and the request's id.
+refusal refuse(int status, const std::string& request_id);
+
+} // namespace gather

@@ -1,0 +1,24 @@
+// An inbound request's head as the front read it: what admission and the request's start look at.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace gather {
+
+/// The request's parts as the front reads them; header names lower-case.
+struct request_head {
+  std::string method;
+  std::string target;
+  int version = 11; ///< 10 or 11
+  std::vector<std::pair<std::string, std::string>> headers;
+
+  /// First value of a header (lower-case name), "" when absent.
+  const std::string& header(const std::string& lower_name) const;
+  bool has_header(const std::string& lower_name) const;
+  /// The target's path, still percent-encoded, without the query.
+  std::string path() const { return target.substr(0, target.find('?')); }
+};
+
+} // namespace gather
