@@ -30,16 +30,6 @@ std::atomic<std::uint64_t> next_guard_id{1};
 
 } // namespace
 
-const char* auth_outcome::result() const {
-  switch (failure) {
-    case jwt_failure::none: return "ok";
-    case jwt_failure::missing: return "missing";
-    case jwt_failure::exp: return "expired";
-    case jwt_failure::forbidden: return "forbidden";
-    default: return "invalid";
-  }
-}
-
 jwt_guard::jwt_guard(jwt_config cfg, std::shared_ptr<jwks_source> keys)
     : cfg_(std::move(cfg)), keys_(std::move(keys)), id_(next_guard_id.fetch_add(1)) {}
 

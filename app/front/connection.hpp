@@ -98,6 +98,9 @@ public:
 
   void start() {
     error_code ignored;
+    const auto remote = boost::beast::get_lowest_layer(stream_).remote_endpoint(ignored);
+    peer_ = ignored ? std::string{} : remote.address().to_string();
+    ignored = {};
     boost::beast::get_lowest_layer(stream_).set_option(boost::asio::ip::tcp::no_delay(true), ignored);
     if constexpr (is_tls) {
       set_deadline(clock::now() + limits().request_timeout, why::handshake);
@@ -197,6 +200,7 @@ private:
   /// The head is complete. True: read the body (a batch POST the head's checks admit).
   bool on_head() {
     auto& head = parser_->head();
+    head.peer = peer_;
     request_id_ = request_id_for(head);
     keep_alive_ = parser_->keep_alive();
     const bool body_follows = !parser_->is_done();
@@ -456,6 +460,7 @@ private:
   };
 
   Stream stream_;
+  std::string peer_; ///< the client's address, for rate limits per ip
   front_shared& shared_;
   /// The generation of the request being read or served (of the last one, between requests).
   std::shared_ptr<const serving_config> serving_;

@@ -6,6 +6,7 @@
 #include <mutex>
 #include <set>
 #include <thread>
+#include <unistd.h>
 
 #include "support/child_process.hpp"
 #include "support/gateway_fixture.hpp"
@@ -233,7 +234,7 @@ TEST_CASE("rate limit: a burst, then 429 with Retry-After and no downstream call
   CHECK(metric(gw, R"(gather_rate_limited_total{route="/r"})") == 1);
 }
 
-TEST_CASE("rate limit: 20,000 distinct keys against max_keys 1000 keep the gateway's memory flat", "[ratelimit][e2e]") {
+TEST_CASE("rate limit: 20,000 distinct keys against max_keys 1000 keep the gateway's memory flat", "[system][ratelimit][e2e]") {
   echo_downstream down;
   json cfg = route_config_json("/r", {section("s", down.server.base_url() + "/s", 2000, {{"required", true}})}, 3000,
                                {{"io_threads", 1}});

@@ -73,7 +73,6 @@ TEST_CASE("a jwks_file source and the guard on it", "[auth][jwks]") {
   jwt_guard guard{cfg, std::make_shared<jwks_source>(file)};
   std::remove(file.c_str());
   CHECK(guard.check("", test::now_s()).failure == jwt_failure::missing);
-  CHECK(std::string(guard.check("", test::now_s()).result()) == "missing");
   const auto token = key_a().sign(claims_now({{"sub", "carol"}}), "ES256");
   for (int round = 0; round < 2; ++round) { // the second is answered from the thread's cache
     const auto outcome = guard.check("Bearer " + token, test::now_s());
@@ -83,7 +82,6 @@ TEST_CASE("a jwks_file source and the guard on it", "[auth][jwks]") {
   }
   // A cached token still has its time checked.
   CHECK(guard.check("Bearer " + token, test::now_s() + 7200).failure == jwt_failure::exp);
-  CHECK(std::string(guard.check("Bearer " + token, test::now_s() + 7200).result()) == "expired");
   CHECK(guard.check("Bearer " + key_b().sign(claims_now(), "EdDSA"), test::now_s()).failure ==
         jwt_failure::kid);
 

@@ -44,7 +44,7 @@ jwt_failure verify(const std::string& token, const jwk_set& keys) {
 
 } // namespace
 
-TEST_CASE("base64url decodes canonical unpadded text only", "[auth][base64url]") {
+TEST_CASE("base64url decodes canonical unpadded text only", "[unit][auth][base64url]") {
   for (const std::string& bytes : std::vector<std::string>{"", "f", "fo", "foo", "foob", "fooba", "foobar",
                                   std::string("\xff\xfe\x00\x01", 4)}) {
     const auto text = base64url_encode(bytes);
@@ -60,7 +60,7 @@ TEST_CASE("base64url decodes canonical unpadded text only", "[auth][base64url]")
   CHECK(base64url_decode("A") == std::nullopt);      // 6 bits: no byte
 }
 
-TEST_CASE("a JWK set imports RSA, EC P-256/P-384 and Ed25519 keys and skips secrets", "[auth][jwks]") {
+TEST_CASE("a JWK set imports RSA, EC P-256/P-384 and Ed25519 keys and skips secrets", "[unit][auth][jwks]") {
   json jwks = gather::test::jwk_set_of({&rsa_key(), &p256_key(), &p384_key(), &ed_key()});
   jwks["keys"].push_back({{"kty", "oct"}, {"k", "c2VjcmV0"}, {"kid", "hmac"}});
   jwks["keys"].push_back({{"kty", "EC"}, {"crv", "secp256k1"}, {"x", "AA"}, {"y", "AA"}});
@@ -93,7 +93,7 @@ TEST_CASE("a JWK set imports RSA, EC P-256/P-384 and Ed25519 keys and skips secr
   }
 }
 
-TEST_CASE("tokens of every supported algorithm verify", "[auth][jwt]") {
+TEST_CASE("tokens of every supported algorithm verify", "[unit][auth][jwt]") {
   const auto keys = all_keys();
   for (const auto& alg : {"RS256", "RS384", "RS512", "PS256"})
     CHECK(verify(rsa_key().sign(claims_now(), alg), keys) == jwt_failure::none);
@@ -105,7 +105,7 @@ TEST_CASE("tokens of every supported algorithm verify", "[auth][jwt]") {
   CHECK((*verified.claims)["sub"] == "bob");
 }
 
-TEST_CASE("tokens the gateway refuses, each for its reason", "[auth][jwt]") {
+TEST_CASE("tokens the gateway refuses, each for its reason", "[unit][auth][jwt]") {
   const auto keys = all_keys();
   const auto good = rsa_key().sign(claims_now(), "RS256");
 
@@ -165,7 +165,7 @@ TEST_CASE("tokens the gateway refuses, each for its reason", "[auth][jwt]") {
   }
 }
 
-TEST_CASE("claims: exp, nbf, iat, iss, aud with leeway, and require", "[auth][jwt]") {
+TEST_CASE("claims: exp, nbf, iat, iss, aud with leeway, and require", "[unit][auth][jwt]") {
   jwt_config policy;
   policy.leeway = std::chrono::seconds{60};
   const double now = 1'800'000'000;
@@ -216,7 +216,7 @@ TEST_CASE("claims: exp, nbf, iat, iss, aud with leeway, and require", "[auth][jw
   CHECK(check_claims(with(partial), policy, now) == jwt_failure::forbidden);
 }
 
-TEST_CASE("bearer tokens and claim texts", "[auth][jwt]") {
+TEST_CASE("bearer tokens and claim texts", "[unit][auth][jwt]") {
   CHECK(bearer_token("Bearer abc.def.ghi") == "abc.def.ghi");
   CHECK(bearer_token("bearer   abc ") == "abc");
   CHECK(bearer_token("Basic dXNlcjpwYXNz").empty());
@@ -235,7 +235,10 @@ TEST_CASE("bearer tokens and claim texts", "[auth][jwt]") {
 // `gather_tests "[.fuzzseed]"` and GATHER_SEED_DIR=fuzz/corpus): real keys and tokens of every kind.
 TEST_CASE("write fuzz seeds", "[.fuzzseed]") {
   const char* dir = std::getenv("GATHER_SEED_DIR");
-  REQUIRE(dir);
+  if (!dir) {
+    SUCCEED("GATHER_SEED_DIR is not set: no seed written");
+    return;
+  }
   const auto write = [&](const std::string& name, const std::string& bytes) {
     std::ofstream(std::string(dir) + "/" + name, std::ios::binary) << bytes;
   };

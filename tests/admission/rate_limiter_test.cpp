@@ -22,7 +22,7 @@ rate_limit_config limit(double rate, double burst, std::size_t max_keys = 1000) 
 
 } // namespace
 
-TEST_CASE("a bucket gives its burst, then refuses with the seconds until a token", "[ratelimit]") {
+TEST_CASE("a bucket gives its burst, then refuses with the seconds until a token", "[unit][ratelimit]") {
   rate_limiter limiter{limit(0.5, 3)}; // a token every 2 s
   const auto t0 = clock_type::now();
   for (int i = 0; i < 3; ++i)
@@ -41,7 +41,7 @@ TEST_CASE("a bucket gives its burst, then refuses with the seconds until a token
   CHECK_FALSE(limiter.take("client", later).allowed);
 }
 
-TEST_CASE("each key has its own bucket", "[ratelimit]") {
+TEST_CASE("each key has its own bucket", "[unit][ratelimit]") {
   rate_limiter limiter{limit(1, 2)};
   const auto t0 = clock_type::now();
   CHECK(limiter.take("a", t0).allowed);
@@ -53,7 +53,7 @@ TEST_CASE("each key has its own bucket", "[ratelimit]") {
   CHECK_FALSE(limiter.take("b", t0).allowed);
 }
 
-TEST_CASE("the table holds at most max_keys buckets and forgets the least recently used", "[ratelimit]") {
+TEST_CASE("the table holds at most max_keys buckets and forgets the least recently used", "[unit][ratelimit]") {
   rate_limiter limiter{limit(1, 1, 1000)};
   CHECK(limiter.capacity() == 1000);
   CHECK(rate_limiter{limit(1, 1, 5)}.capacity() == 5);
@@ -70,7 +70,7 @@ TEST_CASE("the table holds at most max_keys buckets and forgets the least recent
   }
 }
 
-TEST_CASE("buckets shared by threads lose no token", "[ratelimit]") {
+TEST_CASE("buckets shared by threads lose no token", "[unit][ratelimit]") {
   rate_limiter limiter{limit(0.001, 1000)};
   const auto t0 = clock_type::now();
   std::atomic<int> allowed{0};
@@ -86,7 +86,7 @@ TEST_CASE("buckets shared by threads lose no token", "[ratelimit]") {
   CHECK(allowed.load() == 1000);
 }
 
-TEST_CASE("the rate limit key: peer, header, claim, route", "[ratelimit]") {
+TEST_CASE("the rate limit key: peer, header, claim, route", "[unit][ratelimit]") {
   const std::vector<std::pair<std::string, std::string>> headers{{"x-api-key", "k1"}, {"x-api-key", "k2"}};
   const nlohmann::json claims{{"sub", "alice"}, {"org", 7}};
   auto cfg = limit(1, 1);
@@ -105,7 +105,7 @@ TEST_CASE("the rate limit key: peer, header, claim, route", "[ratelimit]") {
   CHECK(rate_limit_key(cfg, "127.0.0.9", headers, &claims).empty());
 }
 
-TEST_CASE("the keyed hash is SipHash under a per-process key", "[ratelimit]") {
+TEST_CASE("the keyed hash is SipHash under a per-process key", "[unit][ratelimit]") {
   CHECK(keyed_hash("a") == keyed_hash("a"));
   CHECK(keyed_hash("a") != keyed_hash("b"));
   std::uint64_t other = 0;

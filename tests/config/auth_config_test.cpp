@@ -4,7 +4,11 @@
 
 #include <algorithm>
 
+#include "gather/admission/auth_check.hpp"
 #include "gather/config/config.hpp"
+
+#include <cstdio>
+#include <unistd.h>
 
 using gather::load_config;
 using gather::rate_limit_config;
@@ -34,7 +38,7 @@ bool has(const std::vector<std::string>& all, const std::string& text) {
 
 } // namespace
 
-TEST_CASE("auth.jwt is read with its defaults", "[config][auth]") {
+TEST_CASE("auth.jwt is read with its defaults", "[unit][config][auth]") {
   auto loaded = load_config(route_with({{"auth", jwt_file}}, "http://127.0.0.1:9001/u/{claim.sub}").dump());
   REQUIRE(loaded.value);
   const auto& route = loaded.value->routes[0];
@@ -51,7 +55,7 @@ TEST_CASE("auth.jwt is read with its defaults", "[config][auth]") {
   CHECK(!route.rate_limit);
 }
 
-TEST_CASE("auth.jwt with every key", "[config][auth]") {
+TEST_CASE("auth.jwt with every key", "[unit][config][auth]") {
   auto loaded = load_config(
       route_with({{"auth",
                    {{"jwt",
@@ -79,7 +83,7 @@ TEST_CASE("auth.jwt with every key", "[config][auth]") {
   CHECK(route.rate_limit->max_keys == 100000);
 }
 
-TEST_CASE("rate_limit is read", "[config][ratelimit]") {
+TEST_CASE("rate_limit is read", "[unit][config][ratelimit]") {
   auto loaded = load_config(
       route_with({{"rate_limit", {{"per", "header:X-Api-Key"}, {"rate_per_s", 100}, {"burst", 20}, {"max_keys", 1000}}}})
           .dump());
@@ -93,7 +97,7 @@ TEST_CASE("rate_limit is read", "[config][ratelimit]") {
     CHECK(load_config(route_with({{"rate_limit", {{"per", per}, {"rate_per_s", 1}}}}).dump()).value);
 }
 
-TEST_CASE("auth and rate_limit mistakes are reported by JSON path", "[config][auth][ratelimit]") {
+TEST_CASE("auth and rate_limit mistakes are reported by JSON path", "[unit][config][auth][ratelimit]") {
   CHECK(has(problems(route_with({{"auth", {{"jwt", json::object()}}}})),
             "routes[0].auth.jwt: needs \"jwks_file\" or \"jwks_url\""));
   CHECK(has(problems(route_with({{"auth", {{"jwt", {{"jwks_file", "/a"}, {"jwks_url", "http://h/j"}}}}}})),
@@ -126,4 +130,38 @@ TEST_CASE("auth and rate_limit mistakes are reported by JSON path", "[config][au
             "routes[0].rate_limit.burst: must be an integer from 1 to 1000000"));
   CHECK(has(problems(route_with({{"rate_limit", {{"per", "ip"}, {"rate_per_s", 1}, {"max_keys", 0}}}})),
             "routes[0].rate_limit.max_keys: must be an integer from 1 to 10000000"));
+}
+
+TEST_CASE("gather check reads a jwks_file: unreadable, no usable key, a malformed key", "[unit][config][auth]") {
+  const auto check = [](const std::string& file) {
+    auto loaded = load_config(route_with({{"auth", {{"jwt", {{"jwks_file", file}}}}}}).dump());
+    REQUIRE(loaded.value);
+    return gather::auth_problems(*loaded.value);
+  };
+  const auto write = [](const std::string& text) {
+    char name[] = "/tmp/gather-check-jwks-XXXXXX";
+    const int fd = mkstemp(name);
+    REQUIRE(fd >= 0);
+    REQUIRE(::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size()));
+    ::close(fd);
+    return std::string(name);
+  };
+  const auto missing = check("/nonexistent/jwks.json");
+  REQUIRE(missing.size() == 1);
+  CHECK(missing[0] == "routes[0].auth.jwt.jwks_file: cannot read \"/nonexistent/jwks.json\": No such file or directory");
+
+  const auto secrets = write(R"({"keys": [{"kty": "oct", "k": "c2VjcmV0"}]})");
+  const auto only_secrets = check(secrets);
+  REQUIRE(only_secrets.size() == 1);
+  CHECK(only_secrets[0] == "routes[0].auth.jwt.jwks_file: \"" + secrets +
+                               "\" has no usable key (keys[0]: kty \"oct\" (a shared secret) is never used: "
+                               "the gateway holds no secrets)");
+  const auto bad = write(R"({"keys": [{"kty": "OKP", "crv": "Ed25519", "x": "AAAA"}]})");
+  const auto malformed = check(bad);
+  REQUIRE(malformed.size() == 1);
+  CHECK(malformed[0] == "routes[0].auth.jwt.jwks_file: \"" + bad + "\" keys[0]: \"x\" must be 32 bytes");
+  const auto text = write("not json");
+  CHECK(check(text) == std::vector<std::string>{"routes[0].auth.jwt.jwks_file: \"" + text + "\" is not JSON"});
+  for (const auto& f : {secrets, bad, text})
+    std::remove(f.c_str());
 }

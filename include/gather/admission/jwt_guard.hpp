@@ -28,8 +28,6 @@ struct auth_outcome {
   jwt_failure failure = jwt_failure::none;
   bool unavailable = false; ///< no key set was ever had: 503 upstream_unavailable
   std::shared_ptr<const nlohmann::json> claims; ///< the token's claims when it passed
-  /// `ok`, `missing`, `invalid`, `expired` or `forbidden` (gather_auth_total's result).
-  const char* result() const;
 };
 
 class jwt_guard {
