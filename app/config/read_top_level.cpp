@@ -1,4 +1,4 @@
-// Reading the document's top-level keys: listen, threads, inbound limits, tls and the sizes.
+// Reading the document's top-level keys: listen, threads, inbound limits, http2, tls and the sizes.
 
 #include "gather/config/config_reader.hpp"
 
@@ -26,6 +26,22 @@ void read_inbound_limits(const object_reader& top, inbound_limits& out) {
   top.read_integer("max_headers", 1, 10000, out.max_headers);
   top.read_millis("request_timeout_ms", 1, 3600000, out.request_timeout);
   top.read_millis("keep_alive_idle_ms", 1, 3600000, out.keep_alive_idle);
+}
+
+void read_http2(const object_reader& top, http2_limits& out) {
+  const auto http2 = top.read_object("http2");
+  if (!http2)
+    return;
+  http2->reject_unknown_keys({"max_concurrent_streams", "max_header_list_bytes",
+                              "initial_window_bytes", "max_resets_per_second",
+                              "max_control_frames_per_second", "max_continuation_frames"});
+  http2->read_integer("max_concurrent_streams", 1, 10000, out.max_concurrent_streams);
+  http2->read_integer("max_header_list_bytes", 256, 1048576, out.max_header_list_bytes);
+  // RFC 9113 6.5.2: a window is at most 2^31-1 octets.
+  http2->read_integer("initial_window_bytes", 1, 2147483647, out.initial_window_bytes);
+  http2->read_integer("max_resets_per_second", 1, 100000, out.max_resets_per_second);
+  http2->read_integer("max_control_frames_per_second", 1, 100000, out.max_control_frames_per_second);
+  http2->read_integer("max_continuation_frames", 0, 1000, out.max_continuation_frames);
 }
 
 std::optional<tls_config> read_tls(const object_reader& top) {
@@ -59,10 +75,11 @@ config read_config(const json& document, problem_list& problems) {
       {"listen", "max_inflight", "max_body_bytes", "max_response_bytes", "cache_max_entries",
        "cache_max_bytes", "routes", "cluster", "io_threads", "max_connections",
        "max_request_line_bytes", "max_header_bytes", "max_headers", "request_timeout_ms",
-       "keep_alive_idle_ms", "tls", "tracing", "$schema", "retry_budget", "deadline_header"});
+       "keep_alive_idle_ms", "http2", "tls", "tracing", "$schema", "retry_budget", "deadline_header"});
   read_listen(top, out.listen);
   top.read_integer("io_threads", 1, 64, out.io_threads);
   read_inbound_limits(top, out.inbound);
+  read_http2(top, out.http2);
   out.tls = read_tls(top);
   top.read_integer("max_inflight", 1, 1000000, out.max_inflight);
   top.read_integer("max_body_bytes", 1, max_size_bytes, out.max_body_bytes);

@@ -54,6 +54,8 @@ request_record request_dispatch::record_of(const serving_config& serving, const 
                         routes.size()};
   if (route < routes.size())
     record.set_route(route, routes[route].path);
+  record.set_proto(head.version == 20 ? inbound_proto::h2
+                   : head.version == 10 ? inbound_proto::http10 : inbound_proto::http11);
   return record;
 }
 

@@ -327,6 +327,16 @@ std::string metrics::exposition(const process_figures& process) const {
   header(out, "gather_config_reloads_total", "counter", "Configuration reloads (SIGHUP), by result.");
   sample(out, "gather_config_reloads_total", "result=\"ok\"", process.config_reloads_ok);
   sample(out, "gather_config_reloads_total", "result=\"invalid\"", process.config_reloads_invalid);
+  header(out, "gather_connections_total", "counter",
+         "Inbound connections by the protocol they spoke (counted at their first request).");
+  for (std::size_t p = 0; p < process.connections_by_proto.size(); ++p)
+    sample(out, "gather_connections_total", std::string{"proto=\""} + inbound_proto_names[p] + "\"",
+           process.connections_by_proto[p]);
+  header(out, "gather_http2_abuse_total", "counter",
+         "HTTP/2 connections ended with GOAWAY for their behaviour, by the bound crossed.");
+  for (std::size_t r = 1; r < process.h2_abuse.size(); ++r) // 0 is none
+    sample(out, "gather_http2_abuse_total", std::string{"reason=\""} + h2_abuse_names[r] + "\"",
+           process.h2_abuse[r]);
   return out;
 }
 

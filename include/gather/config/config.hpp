@@ -177,6 +177,18 @@ struct inbound_limits {
   millis keep_alive_idle{60000};  ///< an idle kept-alive connection is closed after this
 };
 
+/// HTTP/2 on the inbound side (docs/config.md#http2), per connection. Each `max_*_per_second` is a
+/// token bucket holding that many tokens and refilled at that rate: a client over it gets GOAWAY
+/// (ENHANCE_YOUR_CALM) and is closed.
+struct http2_limits {
+  std::size_t max_concurrent_streams = 100;   ///< SETTINGS_MAX_CONCURRENT_STREAMS; more: refused
+  std::size_t max_header_list_bytes = 32768;  ///< decoded, names + values + 32 a field: 431
+  std::size_t initial_window_bytes = 65535;   ///< SETTINGS_INITIAL_WINDOW_SIZE (request bodies)
+  std::size_t max_resets_per_second = 100;    ///< RST_STREAM from the client (rapid reset)
+  std::size_t max_control_frames_per_second = 100; ///< PING, SETTINGS and PRIORITY from the client
+  std::size_t max_continuation_frames = 8;    ///< CONTINUATION frames after one HEADERS
+};
+
 /// Tracing (docs/operations.md, "Tracing"): spans exported as OTLP/HTTP JSON to a collector.
 struct tracing_config {
   std::string otlp_endpoint;            ///< http(s) URL the spans are POSTed to, e.g. .../v1/traces
@@ -193,6 +205,7 @@ struct config {
   /// Threads that run every connection, every downstream call and every actor: one event loop each.
   std::size_t io_threads = 1;
   inbound_limits inbound;
+  http2_limits http2;
   std::optional<tls_config> tls;
   std::size_t max_inflight = 1024;
   std::size_t max_body_bytes = 1048576;

@@ -18,6 +18,7 @@
 
 #include "gather/config/config.hpp"
 #include "gather/resilience/circuit_breaker.hpp"
+#include "gather/values/gateway_stats.hpp"
 #include "gather/values/section_outcome.hpp"
 
 namespace gather {
@@ -59,6 +60,8 @@ struct process_figures {
   std::uint64_t span_exports_failed = 0; ///< tracing: export POSTs that failed
   std::uint64_t config_reloads_ok = 0;
   std::uint64_t config_reloads_invalid = 0;
+  std::array<std::uint64_t, 3> connections_by_proto{}; ///< by inbound_proto
+  std::array<std::uint64_t, h2_abuse_count> h2_abuse{}; ///< by h2_abuse
 };
 
 class metrics {
