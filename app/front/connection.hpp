@@ -218,7 +218,7 @@ private:
     request_id_ = request_id_for(head);
     keep_alive_ = parser_->keep_alive();
     const bool body_follows = !parser_->is_done();
-    if (body_follows && request_dispatch::may_read_body(head)) {
+    if (body_follows && shared_.dispatch.may_read_body(*serving_, head)) {
       admitting_.emplace(*serving_, head, request_id_, shared_.stats);
       if (auto refused = shared_.dispatch.admit_head(*admitting_, clock::now())) {
         close_after_ = true; // refused on the head: the body stays unread

@@ -220,7 +220,7 @@ private:
     s->request_id = request_id_for(s->head);
     if (s->refusal != parse_refusal::none)
       return refuse(id, *s);
-    if (!ends_stream && request_dispatch::may_read_body(s->head)) {
+    if (!ends_stream && shared_.dispatch.may_read_body(*s->serving, s->head)) {
       s->admitting.emplace(*s->serving, s->head, s->request_id, shared_.stats);
       if (auto refused = shared_.dispatch.admit_head(*s->admitting, clock::now())) {
         s->admitting.reset(); // refused on the head: the body stays unread

@@ -47,8 +47,11 @@ struct http_server::impl {
   std::condition_variable all_closed;
   bool stopped = false;
 
-  impl(const serving_config_slot& s, gateway_stats& stats, io_loops& l, request_dispatch& dispatch)
-    : serving(s), accepting(s.current()), loops(l), shared{s, dispatch, stats}, open(l.size()) {
+  const listener_role role;
+
+  impl(const serving_config_slot& s, gateway_stats& stats, io_loops& l, request_dispatch& dispatch,
+       listener_role r)
+    : serving(s), accepting(s.current()), loops(l), shared{s, dispatch, stats}, open(l.size()), role(r) {
   }
 
   std::size_t loop_index(asio::io_context& loop) const {
@@ -157,8 +160,8 @@ struct http_server::impl {
 };
 
 http_server::http_server(const serving_config_slot& serving, gateway_stats& stats, io_loops& loops,
-                         request_dispatch& dispatch)
-  : impl_(std::make_unique<impl>(serving, stats, loops, dispatch)) {
+                         request_dispatch& dispatch, listener_role role)
+  : impl_(std::make_unique<impl>(serving, stats, loops, dispatch, role)) {
 }
 
 http_server::~http_server() {
@@ -168,7 +171,7 @@ http_server::~http_server() {
 int http_server::start(const std::string& host, int port) {
   auto& im = *impl_;
   const auto& cfg = im.accepting->cfg; // tls is restart-only: every generation has the first's
-  if (cfg.tls)
+  if (cfg.tls && im.role == listener_role::main)
     im.tls = make_tls_context(*cfg.tls);
   auto& loop = im.loops.loop(0);
   boost::system::error_code ec;

@@ -117,8 +117,12 @@ http_reply dashboard(const std::string& /*request_id*/) {
 
 } // namespace
 
-bool is_ops_path(const std::string& path) {
-  return path == "/healthz" || path == "/metrics" || path == "/debug/actors" || path == "/dashboard";
+bool is_ops_path(const std::string& path, const config& cfg, listener_role role) {
+  if (path == "/healthz")
+    return true;
+  if (cfg.admin && role == listener_role::main)
+    return false;
+  return path == "/metrics" || path == "/debug/actors" || path == "/dashboard";
 }
 
 http_reply serve_ops(const std::string& method, const std::string& path, const std::string& request_id,

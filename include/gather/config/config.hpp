@@ -156,9 +156,25 @@ struct route_config {
   std::optional<rate_limit_config> rate_limit;
 };
 
+/// Mutual TLS on the cluster's links (PEM files): this process's certificate chain and key, and
+/// the CA that must have signed every peer's certificate.
+struct cluster_tls_config {
+  std::string cert_file;
+  std::string key_file;
+  std::string ca_file;
+};
+
 struct cluster_config {
   std::vector<std::string> nodes; ///< "host:port"
   bool local = true;
+  std::optional<cluster_tls_config> tls; ///< absent: plain BASP over TCP
+  /// A link's TCP connect to a node gives up after this (then retries with backoff).
+  millis connect_timeout{2000};
+};
+
+/// The operations listener: /metrics, /debug/actors, /dashboard only there (plain HTTP, GET).
+struct admin_config {
+  std::string listen; ///< "host:port"
 };
 
 /// Inbound TLS: HTTPS on `listen` with this certificate chain and private key (PEM files).
@@ -214,6 +230,7 @@ struct config {
   std::size_t cache_max_bytes = 268435456; ///< 256 MiB of keys and data
   std::vector<route_config> routes;
   std::optional<cluster_config> cluster;
+  std::optional<admin_config> admin; ///< absent: the operations paths are served on `listen`
   std::optional<tracing_config> tracing;
   retry_budget_policy retry_budget;
   /// Sent on every downstream call with the milliseconds it may still take, and read on inbound

@@ -118,6 +118,10 @@ private:
 };
 
 // ---------------------------------------------------------------------------------------------
+/// Required non-empty file names (`cert_file`, ...), each into its string.
+void read_file_names(const object_reader& object,
+                     std::initializer_list<std::pair<const char*, std::string*>> keys);
+
 // The document (read_top_level.cpp, read_routes.cpp, read_cluster.cpp)
 
 config read_config(const json& document, problem_list& problems);
@@ -132,6 +136,8 @@ std::optional<tracing_config> read_tracing(const object_reader& top);
 
 /// Reads `path` into the route; false when it is missing or invalid (problems reported).
 bool read_route_path(const object_reader& route, route_config& out);
+/// /healthz, /metrics, /debug/actors, /dashboard: served before any route (without `admin`).
+bool is_builtin_path(std::string_view path);
 /// Routes overlap when some request path could match both.
 bool overlap(const route_config& a, const route_config& b);
 bool has_capture(const route_config& route, std::string_view name);
