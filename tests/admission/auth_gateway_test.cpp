@@ -168,7 +168,7 @@ TEST_CASE("auth: two users through one cached section each get their own data", 
   std::remove(jwks.c_str());
 }
 
-TEST_CASE("auth: a JWKS URL rotates without a restart; one that never answered gives 503", "[auth][e2e]") {
+TEST_CASE("auth: a JWKS URL rotates without a restart, and one that never answered gives 503", "[auth][e2e]") {
   echo_downstream down;
   std::mutex mutex;
   json served = jwk_set_of({&rsa()});
@@ -212,7 +212,7 @@ TEST_CASE("auth: a JWKS URL rotates without a restart; one that never answered g
   }
 }
 
-TEST_CASE("rate limit: a burst, then 429 with Retry-After and no downstream call; a bucket per key", "[ratelimit][e2e]") {
+TEST_CASE("rate limit: a burst, then 429 with Retry-After and no downstream call, and a bucket per key", "[ratelimit][e2e]") {
   echo_downstream down;
   json cfg = route_config_json("/r", {section("s", down.server.base_url() + "/s", 2000, {{"required", true}})}, 3000);
   cfg["routes"][0]["rate_limit"] = {{"per", "header:X-Api-Key"}, {"rate_per_s", 0.2}, {"burst", 3}};
