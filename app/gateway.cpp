@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "gather/actors/serving_config.hpp"
+#include "gather/admission/gates.hpp"
 #include "gather/config/restart_only_keys.hpp"
 #include "gather/ops/request_log.hpp"
 
@@ -68,6 +69,13 @@ void log_event(const char* event, nlohmann::ordered_json rest) {
   write_log_line(record.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
 }
 
+/// A configuration generation with its routes' gates (gather/admission/gates.hpp).
+std::shared_ptr<const serving_config> generation_of(config cfg, std::uint64_t number,
+                                                    metrics::registry& series, jwks_registry& keys) {
+  auto gates = make_admission_gates(cfg, &keys);
+  return std::make_shared<const serving_config>(std::move(cfg), number, series, std::move(gates));
+}
+
 std::size_t section_count(const config& cfg) {
   std::size_t sections = 0;
   for (const auto& route : cfg.routes)
@@ -98,6 +106,9 @@ io_loops& started(io_loops& loops) {
 struct gateway::impl {
   gateway_stats stats;
   metrics::registry series;
+  /// The JWK sets fetched from URLs, kept across reloads; fetches through `client`, so it is
+  /// destroyed after the client (whose transfers end without completions when it goes).
+  jwks_registry keys;
   /// The generation the gateway started on: its restart-only keys stay in force.
   std::shared_ptr<const serving_config> first;
   const config& cfg = first->cfg;
@@ -124,7 +135,7 @@ struct gateway::impl {
   int admin_port = 0;
 
   explicit impl(config c)
-    : first(std::make_shared<const serving_config>(std::move(c), 1, series)),
+    : first(generation_of(std::move(c), 1, series, keys)),
       spans(exporter_of(cfg, client, loops)),
       stopper{started(loops)},
       system(actor_config(actor_cfg, cfg, loops)),
@@ -143,6 +154,7 @@ struct gateway::impl {
       admin_server(cfg.admin ? std::make_unique<http_server>(serving, admin_stats, loops,
                                                              admin_dispatch, listener_role::admin)
                              : nullptr) {
+    keys.start(client);
   }
 };
 
@@ -193,7 +205,7 @@ bool gateway::reload(config_result loaded, const std::string& source) {
   const auto previous = im.serving.current();
   if (bounds.max_entries != previous->cfg.cache_max_entries || bounds.max_bytes != previous->cfg.cache_max_bytes)
     im.cache.resize(bounds);
-  auto generation = std::make_shared<const serving_config>(std::move(next), ++im.generations, im.series);
+  auto generation = generation_of(std::move(next), ++im.generations, im.series, im.keys);
   const auto routes = generation->cfg.routes.size();
   const auto sections = section_count(generation->cfg);
   im.serving.install(std::move(generation));

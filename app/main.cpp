@@ -10,6 +10,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "gather/admission/auth_check.hpp"
 #include "gather/config/config.hpp"
 #include "gather/demo.hpp"
 #include "gather/front/tls_context.hpp"
@@ -40,7 +41,7 @@ sigset_t serve_signals() {
   return set;
 }
 
-/// The config, with the problems only its files show (TLS certificates and keys) added.
+/// The config, with the problems only its files show (TLS certificates and keys, JWK sets) added.
 gather::config_result load_checked(const std::string& file) {
   auto result = gather::load_config_file(file);
   if (!result.value)
@@ -52,6 +53,8 @@ gather::config_result load_checked(const std::string& file) {
            *result.value->cluster->tls,
            {"cluster.tls.cert_file", "cluster.tls.key_file", "cluster.tls.ca_file"}))
       result.problems.push_back(problem);
+  for (auto& problem : gather::auth_problems(*result.value))
+    result.problems.push_back(std::move(problem));
   if (!result.problems.empty())
     result.value.reset();
   return result;

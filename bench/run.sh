@@ -9,7 +9,8 @@
 # default 10), NGINX_PORT (default 18931), WRK_THREADS (default 2), PERF_OUT (if set: `perf record
 # -g` of the gateway during each measured run, to PERF_OUT.<scenario>; PERF_CALLGRAPH, default
 # dwarf,16384: Debian's libraries have no frame pointers), CLUSTER_NODES (default "0 1 2"),
-# GATHER_TOP (a JSON object merged into every config's top level, e.g. '{"io_threads": 2}').
+# GATHER_TOP (a JSON object merged into every config's top level, e.g. '{"io_threads": 2}'), GATHER_ROUTE
+# (a JSON object merged into every route), WRK_HEADER (a header every wrk request carries).
 # Needs: nginx-light libnginx-mod-http-echo wrk (apt-get install -y nginx-light
 # libnginx-mod-http-echo wrk), python3, curl; nghttp2-client (h2load) for s0_h2 and s1_h2.
 #
@@ -67,10 +68,12 @@ PY
 # gateway config: gen_config FILE MAX_INFLIGHT ROUTE_JSON...
 gen_config() {
   local file=$1 inflight=$2; shift 2
-  GATHER_TOP=${GATHER_TOP:-} python3 - "$file" "$inflight" "$NPORT" "$@" <<'PY'
+  GATHER_TOP=${GATHER_TOP:-} GATHER_ROUTE=${GATHER_ROUTE:-} python3 - "$file" "$inflight" "$NPORT" "$@" <<'PY'
 import json, os, sys
 file, inflight, port = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 routes = [json.loads(r.replace("@D@", "http://127.0.0.1:" + port)) for r in sys.argv[4:]]
+for route in routes:  # GATHER_ROUTE: keys added to every route (bench/auth_cost.sh: auth, rate_limit)
+    route.update(json.loads(os.environ.get("GATHER_ROUTE") or "{}"))
 cfg = {"listen": "127.0.0.1:0", "max_inflight": inflight, "routes": routes}
 cfg.update(json.loads(os.environ.get("GATHER_TOP") or "{}"))
 json.dump(cfg, open(file, "w"), indent=1)
@@ -161,7 +164,9 @@ bench() {
   start_gateway "$cfg"
   local url="http://127.0.0.1:$GW_PORT$path"
   [[ -n ${SHOW_SAMPLE:-} ]] && { curl -s "$url" | head -c 600; echo; }
-  wrk -t"$WRK_THREADS" -c"$conns" -d2s --timeout 10s "$url" >/dev/null 2>&1 || true # warm-up
+  # WRK_HEADER: one header every request carries (bench/auth_cost.sh: the bearer token).
+  [[ -n ${WRK_HEADER:-} ]] && set -- -H "$WRK_HEADER" "$@"
+  wrk -t"$WRK_THREADS" -c"$conns" -d2s --timeout 10s "$@" "$url" >/dev/null 2>&1 || true # warm-up
   sleep 0.5
   local th_idle rss_idle
   th_idle=$(threads_of "$GW_PID"); rss_idle=$(rss_kib "$GW_PID")

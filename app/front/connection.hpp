@@ -130,6 +130,9 @@ public:
   /// handshake is done.
   void start(std::string_view already_read = {}, bool handshaken = false) {
     error_code ignored;
+    const auto remote = boost::beast::get_lowest_layer(stream_).remote_endpoint(ignored);
+    peer_ = ignored ? std::string{} : remote.address().to_string();
+    ignored = {};
     boost::beast::get_lowest_layer(stream_).set_option(boost::asio::ip::tcp::no_delay(true), ignored);
     if (!already_read.empty()) {
       const auto n = boost::asio::buffer_copy(buffer_.prepare(already_read.size()),
@@ -267,6 +270,7 @@ private:
   /// The head is complete. True: read the body (a batch POST the head's checks admit).
   bool on_head() {
     auto& head = parser_->head();
+    head.peer = peer_;
     count_proto(head.version);
     request_id_ = request_id_for(head);
     dress_ = answer_dress(serving_->cfg, head.header("origin"), head.header_list("accept-encoding"));
@@ -554,6 +558,7 @@ private:
   };
 
   Stream stream_;
+  std::string peer_; ///< the client's address, for rate limits per ip
   front_shared& shared_;
   /// The generation of the request being read or served (of the last one, between requests).
   std::shared_ptr<const serving_config> serving_;

@@ -65,6 +65,9 @@ public:
     boost::beast::get_lowest_layer(stream_).set_option(boost::asio::ip::tcp::no_delay(true), ignored);
     shared_.stats.count_connection(inbound_proto::h2);
     shared_.stats.h2_connections.fetch_add(1, std::memory_order_relaxed);
+    ignored = {};
+    const auto remote = boost::beast::get_lowest_layer(stream_).remote_endpoint(ignored);
+    peer_ = ignored ? std::string{} : remote.address().to_string(); // a rate limit's `ip`
     session_.emplace(serving_->cfg.http2, *this);
     last_activity_ = clock::now();
     const auto first = std::move(already_read_);
@@ -137,6 +140,7 @@ private:
   /// Bytes handed to one write: enough for a few full DATA frames, small enough to stay in cache.
   static constexpr std::size_t write_batch = 65536;
 
+  std::string peer_; // the client's address, the same for every stream of the connection
   enum class stage { head, body, ready, serving, streaming, answering };
   enum class why { none, incomplete, deadline, hard_limit, sending };
 
@@ -213,6 +217,7 @@ private:
     shared_.serving.refresh(serving_); // each request takes the generation in force as it begins
     s->serving = serving_;
     s->head.version = 20;
+    s->head.peer = peer_;
     arm(id, *s, clock::now() + limits().request_timeout, why::incomplete);
     streams_[id] = std::move(s);
     shared_.stats.h2_streams.fetch_add(1, std::memory_order_relaxed);

@@ -1,5 +1,7 @@
 #include "gather/front/request_dispatch.hpp"
 
+#include "gather/admission/gates.hpp"
+
 #include <caf/all.hpp>
 
 #include "gather/values/atoms.hpp"
@@ -112,6 +114,8 @@ request_dispatch::serve(const std::shared_ptr<const serving_config>& serving, ad
   const auto route_index = request.route_index();
   auto inbound = inbound_of(head, std::move(request.match->captures), request.request_id, arrived,
                             record.trace());
+  if (const auto& auth = cfg.routes[route_index].auth)
+    set_claims(inbound, auth->jwt, std::move(request.claims));
   sink->record() = std::move(record); // from here on, whoever claims the sink finishes it
   caf::actor coordinator_actor;
   steady_time deadline;

@@ -31,6 +31,7 @@ struct url_part {
     header,  ///< `{header.h}`: inbound header named `text` (stored lower-case)
     section, ///< `{s.a.b}`: field `field` of section `text`'s data (index `section`)
     item,    ///< `{item}`: the batch item (batch routes only)
+    claim,   ///< `{claim.NAME}`: claim `text` of the request's verified token (routes with auth)
   };
   kind what = kind::literal;
   std::string text;
@@ -109,6 +110,34 @@ struct batch_config {
   std::vector<std::string> forward_headers; ///< lower-case names
 };
 
+/// `auth.jwt` (docs/security.md, "Who may come in"): a bearer token checked against a JWK set.
+struct jwt_config {
+  std::string jwks_file;             ///< exactly one of jwks_file and jwks_url is set
+  std::string jwks_url;
+  std::chrono::seconds jwks_refresh{300}; ///< a jwks_url is fetched again this often
+  std::optional<std::string> issuer;   ///< must equal `iss` when set
+  std::optional<std::string> audience; ///< must equal `aud` or one of its entries when set
+  std::chrono::seconds leeway{60};     ///< clock skew allowed on exp, nbf, iat
+  /// claim -> value it must hold (a word of a spaced string, an entry of an array, or equal).
+  std::vector<std::pair<std::string, std::string>> require;
+  /// claim -> header name (as written) added to every downstream call of the route.
+  std::vector<std::pair<std::string, std::string>> forward_claims;
+};
+
+struct auth_config {
+  jwt_config jwt;
+};
+
+/// `rate_limit` (docs/security.md): a token bucket per client key.
+struct rate_limit_config {
+  enum class key_kind { ip, header, claim, route };
+  key_kind per = key_kind::ip;
+  std::string name;          ///< the header (lower-case) or claim name for header:/claim:
+  double rate_per_s = 1;     ///< tokens added per second, > 0
+  double burst = 1;          ///< bucket size, >= 1 (default ceil(rate_per_s))
+  std::size_t max_keys = 100000; ///< buckets kept per route; the least recently used go first
+};
+
 /// One segment of a route's path: literal text or a `{name}` capture of one whole segment.
 struct path_segment {
   bool capture = false;
@@ -124,6 +153,8 @@ struct route_config {
   /// Every section index once, each after the sections it depends on (URL references and
   /// fallback_from): the order in which final data and fallbacks can be resolved.
   std::vector<std::size_t> resolve_order;
+  std::optional<auth_config> auth;
+  std::optional<rate_limit_config> rate_limit;
 };
 
 /// Mutual TLS on the cluster's links (PEM files): this process's certificate chain and key, and

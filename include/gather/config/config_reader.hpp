@@ -157,6 +157,8 @@ struct template_scope {
   const std::map<std::string, std::size_t>* sections = nullptr;
   /// The section whose url this is.
   std::optional<std::size_t> self;
+  /// The route has `auth`: only then may the url use `{claim.NAME}`.
+  bool auth = false;
 };
 
 std::string placeholder_text(std::string_view name);
@@ -177,6 +179,17 @@ batch_config read_batch(const object_reader& batch, const route_config& route,
 retry_policy read_retry(const object_reader& parent);
 std::vector<field_path> read_fields(const object_reader& parent);
 std::vector<std::string> read_forward_headers(const object_reader& parent);
+/// False for hop-by-hop headers and Host (lower-case name): those are never sent on.
+bool forwardable_header(std::string_view lower_name);
+
+// ---------------------------------------------------------------------------------------------
+// Who may come in (read_auth.cpp)
+
+/// The route's `auth`; nullopt when absent or (reported) not an object.
+std::optional<auth_config> read_auth(const object_reader& route);
+/// The route's `rate_limit`; nullopt when absent or (reported) invalid. `has_auth`: per claim:
+/// needs the route's auth.
+std::optional<rate_limit_config> read_rate_limit(const object_reader& route, bool has_auth);
 
 // ---------------------------------------------------------------------------------------------
 // Resilience (read_resilience.cpp)

@@ -43,6 +43,8 @@ private:
 };
 
 enum class cache_event : std::uint8_t { hit, miss, coalesced, stale };
+/// What a route's bearer-token check found (docs/security.md): gather_auth_total's `result`.
+enum class auth_result : std::uint8_t { ok, missing, invalid, expired, forbidden };
 /// Why a section was `rejected` with no call made (docs/resilience.md).
 enum class reject_reason : std::uint8_t { max_concurrent, circuit_open };
 
@@ -92,6 +94,10 @@ public:
   void streamed(std::size_t route, answer_format format);
   /// The section's circuit moved to `to`.
   void circuit_moved(std::size_t route, std::size_t section, circuit_breaker::state to);
+  /// A request's bearer-token check on a route with `auth`.
+  void auth(std::size_t route, auth_result result);
+  /// A request refused 429 by the route's rate limit.
+  void rate_limited(std::size_t route);
 
   /// The Prometheus text exposition, format 0.0.4: every series of the registry, those of routes
   /// and sections that a reload removed included (their counts stay as they were).
