@@ -87,7 +87,10 @@ TEST_CASE("admission: a CORS preflight is answered right after the route, before
   stats.inflight = 1; // full: a preflight needs no slot
   const std::string id = "r1";
   const auto check = [&](std::vector<std::pair<std::string, std::string>> headers, const char* target = "/p/1") {
-    const gather::request_head h{"OPTIONS", target, 11, std::move(headers)};
+    gather::request_head h;
+    h.method = "OPTIONS";
+    h.target = target;
+    h.headers = std::move(headers);
     gather::admission_request request{*f.serving, h, id, stats};
     return gather::admit(request);
   };
