@@ -1,6 +1,6 @@
 // Reading the `cluster` object: the other nodes and whether this one serves requests itself.
 
-#include "gather/config/config_reader.hpp"
+#include "config_reader.hpp"
 
 #include <set>
 

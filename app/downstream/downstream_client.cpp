@@ -12,7 +12,6 @@
 #include "gather/downstream/downstream_client.hpp"
 
 #include <algorithm>
-#include <csignal>
 #include <deque>
 #include <optional>
 #include <stdexcept>
@@ -31,6 +30,7 @@
 #include <boost/beast/http/parser.hpp>
 #include <boost/beast/http/string_body.hpp>
 
+#include "gather/config/port.hpp"
 #include "gather/runtime/io_loops.hpp"
 
 namespace gather {
@@ -46,15 +46,6 @@ using error_code = boost::system::error_code;
 constexpr std::size_t max_idle_connections = 1024;
 /// Largest response head accepted from a downstream.
 constexpr std::uint32_t max_response_head_bytes = 65536;
-
-/// A write to a peer that closed its side raises SIGPIPE: ignored process-wide, the write fails.
-void init_process_once() {
-  static const bool initialised = [] {
-    std::signal(SIGPIPE, SIG_IGN);
-    return true;
-  }();
-  (void)initialised;
-}
 
 std::unique_ptr<asio::ssl::context> make_client_tls() {
   auto ctx = std::make_unique<asio::ssl::context>(asio::ssl::context::tls_client);
@@ -112,11 +103,13 @@ std::optional<origin_and_target> split_url(const std::string& url) {
     if (colon != std::string::npos)
       port = authority.substr(colon + 1);
   }
-  const auto digit = [](char c) { return c >= '0' && c <= '9'; };
-  if (out.host.empty() || port.size() > 5 || !std::all_of(port.begin(), port.end(), digit))
+  if (out.host.empty())
     return std::nullopt;
-  if (!port.empty() && (std::stoi(port) < 1 || std::stoi(port) > 65535))
-    return std::nullopt; // a port no socket can have: refused here, never wrapped
+  if (!port.empty()) {
+    const auto number = parse_port(port);
+    if (!number || *number < 1)
+      return std::nullopt; // a port no socket can have: refused here, never wrapped
+  }
   out.port = port.empty() ? (out.tls ? "443" : "80") : port;
   out.key = (out.tls ? "https://" : "http://") + out.host + ":" + out.port;
   out.host_header = authority;
@@ -124,8 +117,8 @@ std::optional<origin_and_target> split_url(const std::string& url) {
 }
 
 /// One connection to a downstream origin, plain or TLS.
-struct connection {
-  connection(asio::io_context& loop, asio::ssl::context& tls_ctx, bool tls)
+struct origin_connection {
+  origin_connection(asio::io_context& loop, asio::ssl::context& tls_ctx, bool tls)
     : socket(loop) {
     if (tls)
       tls_stream.emplace(tcp::socket(loop), tls_ctx);
@@ -151,7 +144,7 @@ struct transfer {
   std::size_t max_body_bytes = 0;
   downstream_client::completion done;
   asio::steady_timer timer;
-  std::unique_ptr<connection> conn;
+  std::unique_ptr<origin_connection> conn;
   std::optional<http::response_parser<http::string_body>> parser;
   bool reused = false;  ///< the connection came from the pool
   bool resent = false;  ///< already sent once more on a new connection
@@ -248,7 +241,7 @@ public:
   }
 
 private:
-  std::unique_ptr<connection> take_idle(const std::string& key) {
+  std::unique_ptr<origin_connection> take_idle(const std::string& key) {
     auto it = idle_.find(key);
     if (it == idle_.end() || it->second.empty())
       return nullptr;
@@ -258,7 +251,7 @@ private:
     return conn;
   }
 
-  void give_back(std::unique_ptr<connection> conn) {
+  void give_back(std::unique_ptr<origin_connection> conn) {
     if (idle_count_ >= max_idle_connections)
       return conn->close();
     ++idle_count_;
@@ -267,13 +260,13 @@ private:
   }
 
   void connect(const std::shared_ptr<transfer>& t) {
-    t->conn = std::make_unique<connection>(loop_, tls_, t->where.tls);
+    t->conn = std::make_unique<origin_connection>(loop_, tls_, t->where.tls);
     t->conn->key = t->where.key;
     t->reused = false;
     error_code ec;
     const auto address = asio::ip::make_address(t->where.host, ec);
     if (!ec) { // an IP address: no lookup
-      const tcp::endpoint endpoint{address, static_cast<unsigned short>(std::stoi(t->where.port))};
+      const tcp::endpoint endpoint{address, static_cast<unsigned short>(*parse_port(t->where.port))};
       return t->conn->lowest().async_connect(endpoint, [this, t](const error_code& cec) {
         connected(t, cec);
       });
@@ -318,7 +311,7 @@ private:
   }
 
   template <class F>
-  void with_stream(connection& conn, F f) {
+  void with_stream(origin_connection& conn, F f) {
     if (conn.tls_stream)
       f(*conn.tls_stream);
     else
@@ -422,7 +415,7 @@ private:
   asio::ssl::context& tls_;
   std::atomic<std::size_t>& inflight_;
   std::unordered_map<std::uint64_t, std::shared_ptr<transfer>> running_;
-  std::unordered_map<std::string, std::vector<std::unique_ptr<connection>>> idle_;
+  std::unordered_map<std::string, std::vector<std::unique_ptr<origin_connection>>> idle_;
   std::size_t idle_count_ = 0;
 };
 
@@ -438,7 +431,6 @@ struct downstream_client::impl {
   std::vector<std::unique_ptr<loop_client>> clients; ///< one per loop
 
   impl(std::unique_ptr<io_loops> own, io_loops& l) : own_loops(std::move(own)), loops(l) {
-    init_process_once();
     tls = make_client_tls();
     for (std::size_t i = 0; i < loops.size(); ++i)
       clients.push_back(std::make_unique<loop_client>(loops.loop(i), inflight, *tls));
