@@ -1,53 +1,64 @@
 #!/usr/bin/env bash
-# Side by side: Gather against a peer (default: the Node BFF in ../shared/peers), rounds
-# interleaved (A B A B ...), medians per scenario, and the ratios Gather / peer.
+# Side by side: Gather against one or more peers, rounds interleaved (A B C A B C ...), medians per
+# scenario, and the ratios Gather / each peer. Every side is measured over its whole process tree
+# (bench/run.sh), so a wrapper whose children do the work is counted in full.
 #
 #   bench/compare.sh [scenario...]      scenarios of bench/run.sh (default: s0 s1 s2)
 #
-# Environment: ROUNDS (default 3), PEER_BIN (default ../shared/peers/node-gateway), GATHER_BIN,
-# DURATION and the rest as bench/run.sh takes them. Prints every round's rows, then one table.
+# Environment: ROUNDS (default 3); PEERS, space-separated peer binaries (default: PEER_BIN, else
+# the Node BFF at ../shared/peers/node-gateway; `PEERS="$N $O"` with the OpenResty peer
+# ../shared/peers/openresty/gather-openresty measures all three in one run); GATHER_BIN, DURATION
+# and the rest as bench/run.sh takes them. Prints every round's rows, then one table.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 ROUNDS=${ROUNDS:-3}
-PEER_BIN=${PEER_BIN:-$ROOT/../shared/peers/node-gateway}
+read -r -a PEER_LIST <<< "${PEERS:-${PEER_BIN:-$ROOT/../shared/peers/node-gateway}}"
 GATHER=${GATHER_BIN:-$ROOT/build/gather}
 scenarios=("$@")
 ((${#scenarios[@]})) || scenarios=(s0 s1 s2)
 ROWS=$(mktemp)
-trap 'rm -f "$ROWS"' EXIT
+trap 'rm -f "$ROWS" "$ROWS.log"' EXIT
+
+# A side's label: "gather", else the peer's file name (node-gateway, gather-openresty, ...).
+sides=(gather)
+for p in "${PEER_LIST[@]}"; do sides+=("$(basename "$p")"); done
 
 for ((r = 1; r <= ROUNDS; r++)); do
-  for who in gather peer; do
-    bin=$GATHER; [[ $who == peer ]] && bin=$PEER_BIN
+  for ((k = 0; k < ${#sides[@]}; k++)); do
+    who=${sides[k]}; bin=$GATHER
+    ((k > 0)) && bin=${PEER_LIST[k - 1]}
     echo "== round $r: $who ($bin)"
     # Scenario names have one to three words: read the row's figures from its end.
     GATHER_BIN=$bin "$ROOT/bench/run.sh" "${scenarios[@]}" | tee -a "$ROWS.log" |
-      awk -v who="$who" '/^S[0-9] / {print who, $1, $(NF-10), $(NF-7), $(NF-6), $(NF-4), $(NF-2)}' >> "$ROWS"
+      awk -v who="$who" '/^S[0-9] / {print who, $1, $(NF-10), $(NF-7), $(NF-6), $(NF-4), $(NF-3), $(NF-2), $NF}' >> "$ROWS"
   done
 done
-cat "$ROWS.log"; rm -f "$ROWS.log"
+cat "$ROWS.log"
 
 echo
-echo "medians of $ROUNDS interleaved rounds (req/s, p99 ms, non-200, threads idle/load, us CPU/req)"
-python3 - "$ROWS" <<'PY'
+echo "medians of $ROUNDS interleaved rounds (req/s, p99 ms, non-200, threads idle/load, RSS MiB idle/load, us CPU/req); load1 at each row: $(awk '{print $NF}' "$ROWS" | sort -n | tr '\n' ' ')"
+python3 - "$ROWS" "${sides[@]}" <<'PY'
 import statistics, sys
 rows = {}
 for line in open(sys.argv[1]):
-    who, scen, rps, p99, non200, threads, cpu = line.split()
-    rows.setdefault((scen, who), []).append((float(rps), float(p99), int(non200), threads, float(cpu)))
-fmt = "%-4s %-7s %9s %8s %7s %11s %9s"
-print(fmt % ("", "", "req/s", "p99_ms", "non200", "threads", "us/req"))
+    who, scen, rps, p99, non200, threads, rss, cpu, load = line.split()
+    rows.setdefault((scen, who), []).append((float(rps), float(p99), int(non200), threads, rss, float(cpu)))
+sides = sys.argv[2:]
+fmt = "%-4s %-17s %9s %8s %7s %11s %11s %9s"
+print(fmt % ("", "", "req/s", "p99_ms", "non200", "threads", "rss_MiB", "us/req"))
 for scen in sorted({s for s, _ in rows}):
     med = {}
-    for who in ("gather", "peer"):
+    for who in sides:
         r = rows.get((scen, who))
         if not r:
             continue
-        med[who] = [statistics.median(x[i] for x in r) for i in (0, 1, 4)]
+        med[who] = [statistics.median(x[i] for x in r) for i in (0, 1, 5)]
         print(fmt % (scen, who, "%.0f" % med[who][0], "%.1f" % med[who][1],
-                     max(x[2] for x in r), r[-1][3], "%.0f" % med[who][2]))
-    if len(med) == 2:
-        g, p = med["gather"], med["peer"]
-        print("%-4s ratio   req/s x%.2f, p99 x%.2f, CPU/req x%.2f (gather / peer)" %
-              (scen, g[0] / p[0], g[1] / p[1], g[2] / p[2]))
+                     max(x[2] for x in r), r[-1][3], r[-1][4], "%.1f" % med[who][2]))
+    g = med.get("gather")
+    for who in sides[1:]:
+        p = med.get(who)
+        if g and p:
+            print("%-4s gather / %s: req/s x%.2f, p99 x%.2f, CPU/req x%.2f" %
+                  (scen, who, g[0] / p[0], g[1] / p[1], g[2] / p[2]))
 PY

@@ -5,7 +5,8 @@
 #
 # Environment: GATHER_BIN (default build-bench/gather, else build/gather), DURATION (wrk seconds,
 # default 10), NGINX_PORT (default 18931), WRK_THREADS (default 2), PERF_OUT (if set: `perf record
-# -g` of the gateway during each measured run, to PERF_OUT.<scenario>), CLUSTER_NODES (default "0 1 2"),
+# -g` of the gateway during each measured run, to PERF_OUT.<scenario>; PERF_CALLGRAPH, default
+# dwarf,16384: Debian's libraries have no frame pointers), CLUSTER_NODES (default "0 1 2"),
 # GATHER_TOP (a JSON object merged into every config's top level, e.g. '{"io_threads": 2}').
 # Needs: nginx-light libnginx-mod-http-echo wrk (apt-get install -y nginx-light
 # libnginx-mod-http-echo wrk), python3, curl.
@@ -14,7 +15,9 @@
 # service), started and stopped here. Each scenario starts a fresh `gather serve`, warms it up for
 # 2 s, then runs `wrk --latency` and prints one table row: requests/s, p50/p90/p99, non-200s (and
 # socket errors), the gateway's thread count and RSS (idle, and the maximum sampled every 0.2 s
-# under load), CPU per request from /proc/PID/stat utime+stime before/after, and the load average.
+# under load), CPU per request from utime+stime before/after, and the load average. Threads, RSS
+# and CPU count the started process and all its descendants (a peer such as the OpenResty one is a
+# wrapper whose nginx children do the work).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -106,9 +109,25 @@ stop_gateway() {
   GW_PID=
 }
 
-cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
-threads_of() { awk '/^Threads:/ {print $2}' "/proc/$1/status"; }
-rss_kib() { awk '/^VmRSS:/ {print $2}' "/proc/$1/status"; }
+# Every figure counts the started process and all its descendants: a peer may be a wrapper whose
+# children do the work (bash -> nginx master -> worker), and reading only the started PID would
+# make it look free. tree_of PID: the PID and its descendants, from /proc/*/stat parent links.
+tree_of() {
+  cat /proc/[0-9]*/stat 2>/dev/null | awk -v root="$1" '
+    { pid = $1; line = $0; sub(/^[0-9]+ \(.*\) /, "", line); split(line, f, " "); parent[pid] = f[2] }
+    END { keep[root] = 1; changed = 1
+          while (changed) { changed = 0
+            for (p in parent) if (!(p in keep) && (parent[p] in keep)) { keep[p] = 1; changed = 1 } }
+          for (p in keep) print p }'
+}
+# the tree's files FILE (stat or status), one after the other; a process that ends meanwhile is skipped
+tree_cat() { local p; for p in $(tree_of "$1"); do cat "/proc/$p/$2"; done 2>/dev/null; }
+# utime+stime (fields 14, 15), counted after the command name, which may hold spaces
+cpu_ticks() {
+  tree_cat "$1" stat | awk '{ sub(/^[0-9]+ \(.*\) /, ""); t += $12 + $13 } END { print t + 0 }'
+}
+threads_of() { tree_cat "$1" status | awk '/^Threads:/ { n += $2 } END { print n + 0 }'; }
+rss_kib() { tree_cat "$1" status | awk '/^VmRSS:/ { n += $2 } END { print n + 0 }'; }
 # the sum over the gateway and its nodes
 cpu_all() { local t=0; for p in "$@"; do t=$((t + $(cpu_ticks "$p"))); done; echo $t; }
 
@@ -150,7 +169,7 @@ bench() {
   sample_loop "$GW_PID" "$WORK/sample" & local sampler=$!
   local perf_pid=
   if [[ -n ${PERF_OUT:-} ]]; then # profile the gateway during the measured run (docs/performance.md)
-    perf record -F 499 -g -p "$GW_PID" -o "$PERF_OUT.$name" -- sleep "$DURATION" >/dev/null 2>&1 &
+    perf record -F 499 --call-graph "${PERF_CALLGRAPH:-dwarf,16384}" -p "$GW_PID" -o "$PERF_OUT.$name" -- sleep "$DURATION" >/dev/null 2>&1 &
     perf_pid=$!
   fi
   wrk -t"$WRK_THREADS" -c"$conns" -d"${DURATION}s" --timeout 10s --latency "$@" "$url" > "$WORK/wrk.out" 2>&1 || true

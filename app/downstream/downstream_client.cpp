@@ -3,9 +3,9 @@
 // everything else belongs to the loop's thread, so the pools, the running transfers and their
 // sockets need no lock.
 //
-// One transfer: take an idle connection for its origin or connect a new one (async resolve for a
-// host name, TLS with SNI and certificate and host name verification for https), write the
-// request, read the response with Beast's parser bounded by max_body_bytes, hand the connection
+// One transfer: take an idle connection for its origin or connect a new one (a host name looked up
+// on that name's own thread, name_lookups.hpp; TLS with SNI and certificate and host name
+// verification for https), write the request, read the response with Beast's parser bounded by max_body_bytes, hand the connection
 // back to the pool when the response allows keep-alive. One timer bounds the whole transfer
 // (connect, send, a trickling body). A reused connection that the server closed while idle fails
 // before any byte of the answer: then, and only then, the request is sent once more on a new one.
@@ -27,10 +27,11 @@
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/http/read.hpp>
-#include <boost/beast/http/parser.hpp>
-#include <boost/beast/http/string_body.hpp>
 
 #include "gather/config/port.hpp"
+#include "gather/downstream/name_lookups.hpp"
+#include "gather/downstream/response_reading.hpp"
+#include "gather/downstream/url_split.hpp"
 #include "gather/runtime/io_loops.hpp"
 
 namespace gather {
@@ -44,8 +45,6 @@ using error_code = boost::system::error_code;
 
 /// Idle keep-alive connections kept per loop, all origins together.
 constexpr std::size_t max_idle_connections = 1024;
-/// Largest response head accepted from a downstream.
-constexpr std::uint32_t max_response_head_bytes = 65536;
 
 std::unique_ptr<asio::ssl::context> make_client_tls() {
   auto ctx = std::make_unique<asio::ssl::context>(asio::ssl::context::tls_client);
@@ -56,64 +55,6 @@ std::unique_ptr<asio::ssl::context> make_client_tls() {
   ctx->set_default_verify_paths(ignored); // the system's CAs (and SSL_CERT_FILE / SSL_CERT_DIR)
   ctx->set_verify_mode(asio::ssl::verify_peer);
   return ctx;
-}
-
-/// A URL as the config renders it: http(s)://host[:port]/path?query (no user info, no fragment).
-struct origin_and_target {
-  bool tls = false;
-  std::string host;   ///< without brackets for IPv6
-  std::string port;
-  std::string target; ///< path and query, sent as rendered
-  std::string key;    ///< scheme://host:port, the pool's key
-  std::string host_header;
-};
-
-std::optional<origin_and_target> split_url(const std::string& url) {
-  origin_and_target out;
-  std::size_t at;
-  if (url.rfind("http://", 0) == 0) {
-    at = 7;
-  } else if (url.rfind("https://", 0) == 0) {
-    out.tls = true;
-    at = 8;
-  } else {
-    return std::nullopt;
-  }
-  const auto slash = url.find_first_of("/?", at);
-  const std::string authority = url.substr(at, slash == std::string::npos ? std::string::npos : slash - at);
-  out.target = slash == std::string::npos ? "/" : url.substr(slash);
-  if (out.target[0] == '?')
-    out.target = "/" + out.target;
-  if (authority.empty() || authority.find('@') != std::string::npos)
-    return std::nullopt;
-  std::string port;
-  if (authority[0] == '[') {
-    const auto close = authority.find(']');
-    if (close == std::string::npos)
-      return std::nullopt;
-    out.host = authority.substr(1, close - 1);
-    if (close + 1 < authority.size()) {
-      if (authority[close + 1] != ':')
-        return std::nullopt;
-      port = authority.substr(close + 2);
-    }
-  } else {
-    const auto colon = authority.rfind(':');
-    out.host = authority.substr(0, colon);
-    if (colon != std::string::npos)
-      port = authority.substr(colon + 1);
-  }
-  if (out.host.empty())
-    return std::nullopt;
-  if (!port.empty()) {
-    const auto number = parse_port(port);
-    if (!number || *number < 1)
-      return std::nullopt; // a port no socket can have: refused here, never wrapped
-  }
-  out.port = port.empty() ? (out.tls ? "443" : "80") : port;
-  out.key = (out.tls ? "https://" : "http://") + out.host + ":" + out.port;
-  out.host_header = authority;
-  return out;
 }
 
 /// One connection to a downstream origin, plain or TLS.
@@ -145,17 +86,18 @@ struct transfer {
   downstream_client::completion done;
   asio::steady_timer timer;
   std::unique_ptr<origin_connection> conn;
-  std::optional<http::response_parser<http::string_body>> parser;
+  std::optional<response_parser> parser;
   bool reused = false;  ///< the connection came from the pool
   bool resent = false;  ///< already sent once more on a new connection
   bool finished = false;
 };
 
-/// The pools, the resolver and the running transfers of one event loop.
+/// The pools and the running transfers of one event loop.
 class loop_client {
 public:
-  loop_client(asio::io_context& loop, std::atomic<std::size_t>& inflight, asio::ssl::context& tls)
-    : loop_(loop), resolver_(loop), tls_(tls), inflight_(inflight) {}
+  loop_client(asio::io_context& loop, name_lookups& lookups, std::atomic<std::size_t>& inflight,
+              asio::ssl::context& tls)
+    : loop_(loop), lookups_(lookups), tls_(tls), inflight_(inflight) {}
 
   /// The loop has stopped (or never ran): nothing runs any more.
   ~loop_client() {
@@ -271,17 +213,16 @@ private:
         connected(t, cec);
       });
     }
-    resolver_.async_resolve(t->where.host, t->where.port,
-                            [this, t](const error_code& rec, const tcp::resolver::results_type& found) {
-                              if (t->finished)
-                                return;
-                              if (rec)
-                                return fail(*t, transfer_error::connect, "could not resolve " + t->where.host + ": " + rec.message());
-                              asio::async_connect(t->conn->lowest(), found,
-                                                  [this, t](const error_code& cec, const tcp::endpoint&) {
-                                                    connected(t, cec);
-                                                  });
-                            });
+    // On the name's own thread (name_lookups.hpp): a name that never resolves delays no other.
+    lookups_.resolve(t->where.host, t->where.port, loop_, [this, t](const error_code& rec, name_lookups::endpoints found) {
+      if (t->finished)
+        return;
+      if (rec)
+        return fail(*t, transfer_error::connect, "could not resolve " + t->where.host + ": " + rec.message());
+      asio::async_connect(t->conn->lowest(), found, [this, t](const error_code& cec, const tcp::endpoint&) {
+        connected(t, cec);
+      });
+    });
   }
 
   void connected(const std::shared_ptr<transfer>& t, const error_code& ec) {
@@ -330,10 +271,26 @@ private:
     });
   }
 
+  /// The head first, held to its cap (head_within_cap), then the rest of the answer.
   void receive(const std::shared_ptr<transfer>& t) {
     t->parser.emplace();
-    t->parser->header_limit(max_response_head_bytes);
-    t->parser->body_limit(t->max_body_bytes);
+    limit_response(*t->parser, t->max_body_bytes);
+    with_stream(*t->conn, [&](auto& stream) {
+      http::async_read_header(stream, t->conn->buffer, *t->parser,
+                              [this, t](const error_code& ec, std::size_t head_bytes) {
+                                if (t->finished)
+                                  return;
+                                if (ec)
+                                  return read_failed(t, ec);
+                                if (!head_within_cap(head_bytes))
+                                  return fail(*t, transfer_error::protocol,
+                                              "malformed response from " + t->where.key + ": header limit exceeded");
+                                receive_body(t);
+                              });
+    });
+  }
+
+  void receive_body(const std::shared_ptr<transfer>& t) {
     with_stream(*t->conn, [&](auto& stream) {
       http::async_read(stream, t->conn->buffer, *t->parser, [this, t](const error_code& ec, std::size_t) {
         if (t->finished)
@@ -357,17 +314,16 @@ private:
   }
 
   void read_failed(const std::shared_ptr<transfer>& t, const error_code& ec) {
-    if (ec == http::error::body_limit)
+    switch (classify_read_failure(*t->parser, ec)) {
+    case read_failure::too_large:
       return fail(*t, transfer_error::too_large, "the body exceeded max_response_bytes");
-    // (stream_truncated: a TLS server that closed an idle connection without close_notify.)
-    if (!t->parser->got_some() && (ec == http::error::end_of_stream || ec == asio::error::eof ||
-                                   ec == asio::ssl::error::stream_truncated ||
-                                   ec == asio::error::connection_reset || ec == asio::error::broken_pipe))
+    case read_failure::lost_before_answer:
       return lost_connection(t, ec);
-    // Beast's own errors other than a connection that ended early are a malformed answer.
-    if (ec.category() == http::make_error_code(http::error::bad_version).category() &&
-        ec != http::error::end_of_stream && ec != http::error::partial_message)
+    case read_failure::malformed:
       return fail(*t, transfer_error::protocol, "malformed response from " + t->where.key + ": " + ec.message());
+    case read_failure::ended:
+      break;
+    }
     fail(*t, transfer_error::connect, "connection to " + t->where.key + " ended: " + ec.message());
   }
 
@@ -411,7 +367,7 @@ private:
   }
 
   asio::io_context& loop_;
-  tcp::resolver resolver_;
+  name_lookups& lookups_;
   asio::ssl::context& tls_;
   std::atomic<std::size_t>& inflight_;
   std::unordered_map<std::uint64_t, std::shared_ptr<transfer>> running_;
@@ -428,12 +384,13 @@ struct downstream_client::impl {
   std::atomic<std::size_t> inflight{0};
   std::atomic<std::size_t> queued{0};
   std::unique_ptr<asio::ssl::context> tls;           ///< https downstreams: verify peer and name
+  name_lookups lookups; ///< before the clients: its threads are joined after they are gone
   std::vector<std::unique_ptr<loop_client>> clients; ///< one per loop
 
   impl(std::unique_ptr<io_loops> own, io_loops& l) : own_loops(std::move(own)), loops(l) {
     tls = make_client_tls();
     for (std::size_t i = 0; i < loops.size(); ++i)
-      clients.push_back(std::make_unique<loop_client>(loops.loop(i), inflight, *tls));
+      clients.push_back(std::make_unique<loop_client>(loops.loop(i), lookups, inflight, *tls));
     if (own_loops)
       own_loops->start();
   }

@@ -36,10 +36,11 @@ void emit(const nlohmann::json& record) {
 
 } // namespace
 
-void write_log_line(const std::string& json_line) {
+void write_log_line(std::string json_line) {
+  // stderr is unbuffered: the line and its newline leave in one write(), not two.
+  json_line.push_back('\n');
   std::lock_guard<std::mutex> guard{log_mutex};
   std::fwrite(json_line.data(), 1, json_line.size(), stderr);
-  std::fputc('\n', stderr);
 }
 
 void log_request(const std::string& request_id, const std::string& trace_id, const std::string& route,

@@ -15,6 +15,9 @@
 extern "C" int gather_fuzz_config(const std::uint8_t* data, std::size_t size);
 extern "C" int gather_fuzz_answer(const std::uint8_t* data, std::size_t size);
 extern "C" int gather_fuzz_batch_body(const std::uint8_t* data, std::size_t size);
+extern "C" int gather_fuzz_request(const std::uint8_t* data, std::size_t size);
+extern "C" int gather_fuzz_response(const std::uint8_t* data, std::size_t size);
+extern "C" int gather_fuzz_url_split(const std::uint8_t* data, std::size_t size);
 #ifdef GATHER_REPLAY_URL_CORPUS
 extern "C" int gather_fuzz_url(const std::uint8_t* data, std::size_t size);
 #endif
@@ -54,6 +57,9 @@ TEST_CASE("fuzz corpora replay through the fuzz targets' checks", "[unit][fuzz]"
   CHECK(replay("config", gather_fuzz_config) > 0);
   CHECK(replay("answer", gather_fuzz_answer) > 0);
   CHECK(replay("batch_body", gather_fuzz_batch_body) > 0);
+  CHECK(replay("request", gather_fuzz_request) > 0);
+  CHECK(replay("response", gather_fuzz_response) > 0);
+  CHECK(replay("url_split", gather_fuzz_url_split) > 0);
 #ifdef GATHER_REPLAY_URL_CORPUS
   CHECK(replay("url", gather_fuzz_url) > 0);
 #endif

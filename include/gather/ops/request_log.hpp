@@ -30,6 +30,6 @@ void log_request(const std::string& request_id, const std::string& route, int st
                  std::int64_t ms, const std::string& detail = {}, const std::string& trace_id = {});
 
 /// Writes one line to stderr atomically with respect to other log lines.
-void write_log_line(const std::string& json_line);
+void write_log_line(std::string json_line);
 
 } // namespace gather
