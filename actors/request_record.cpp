@@ -75,7 +75,8 @@ void request_record::finish(int status, const std::string& detail) {
   if (!close(status, false))
     return;
   log_request(request_id_, route_label(), status, ms,
-              detail.empty() ? std::string{"refused: "} + refusal_code(status) : detail, trace_id());
+              detail.empty() ? std::string{"refused: "} + refusal_code(status) : detail, trace_id(),
+              to_string(proto_));
 }
 
 void request_record::finish(int status, const std::vector<section_config>& sections,
@@ -87,7 +88,7 @@ void request_record::finish(int status, const std::vector<section_config>& secti
     for (std::size_t i = 0; i < outcomes.size(); ++i)
       sinks_.counters->section_done(route_, i, outcomes[i],
                                     status == 200 && outcomes[i].status != section_status::ok);
-  log_request(request_id_, trace_id(), route_label(), status, ms, sections, outcomes);
+  log_request(request_id_, trace_id(), route_label(), status, ms, sections, outcomes, to_string(proto_));
 }
 
 void request_record::finish(int status, const batch_plan& plan,
@@ -95,7 +96,7 @@ void request_record::finish(int status, const batch_plan& plan,
   const auto ms = elapsed_ms();
   if (!close(status, degraded(status, calls)))
     return;
-  log_batch_request(request_id_, trace_id(), route_label(), status, ms, plan, calls);
+  log_batch_request(request_id_, trace_id(), route_label(), status, ms, plan, calls, to_string(proto_));
 }
 
 const char* refusal_code(int status) {

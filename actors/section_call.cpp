@@ -36,9 +36,10 @@ section_call make_section_call(const section_config& section, std::size_t route,
   if (runtime.guards)
     call.guard = &runtime.guards->section(route, index);
   if (section.cache_ttl.count() > 0) {
-    // Keyed by the forwarded headers' values too: two tenants never see each other's data.
+    // Keyed by the forwarded headers' values too (the claim headers of a route with auth among
+    // them): two tenants, or two users, never see each other's data. Claims in the URL are in it.
     std::vector<std::string> forwarded;
-    for (const auto& name : section.forward_headers)
+    for (const auto& name : forwarded_names(section.forward_headers, in))
       for (auto [it, end] = in.headers.equal_range(name); it != end; ++it)
         forwarded.push_back(name + ": " + it->second);
     call.cache_key = cache_key(runtime.serving->cache_scopes[route][index], work.url, forwarded);

@@ -23,9 +23,12 @@
 #include "gather/actors/section_worker.hpp"
 
 #include <caf/all.hpp>
+#include <nlohmann/json.hpp>
 
 #include "gather/values/atoms.hpp"
 #include "gather/cluster/cluster.hpp"
+#include "gather/cluster/origin_allowlist.hpp"
+#include "gather/ops/request_log.hpp"
 #include "gather/downstream/downstream_answer.hpp"
 #include "gather/actors/messages.hpp"
 #include "gather/ops/metrics.hpp"
@@ -34,6 +37,7 @@
 #include "gather/resilience/section_guards.hpp"
 
 #include <algorithm>
+#include <strings.h>
 
 namespace gather {
 
@@ -223,8 +227,31 @@ void launch_call(worker_ptr self, bool retry) {
 }
 
 
+/// On a cluster node every attempt (the first and each retry) must be for an origin the node was
+/// started with: anything else ends `error` here, no call made, and is logged.
+bool origin_allowed(worker_ptr self) {
+  auto& st = self->state;
+  std::string origin;
+  if (!st.runtime.origins || st.runtime.origins->allows(st.call.work.url, origin))
+    return true;
+  std::string request_id;
+  for (const auto& header : st.call.work.headers)
+    if (header.size() > 14 && strncasecmp(header.c_str(), "X-Request-Id: ", 14) == 0)
+      request_id = header.substr(14);
+  nlohmann::json line = {{"event", "origin_refused"}, {"origin", origin}, {"request_id", request_id},
+                         {"detail", "not allowed on this node (--allow): no call made"}};
+  write_log_line(line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+  section_outcome outcome;
+  outcome.status = section_status::error;
+  outcome.detail = "origin " + origin + " is not allowed on this node";
+  finish(self, std::move(outcome));
+  return false;
+}
+
 void start_attempt(worker_ptr self) {
   auto& st = self->state;
+  if (!origin_allowed(self))
+    return;
   ++st.attempt_no;
   st.attempt_started = clock::now();
   st.attempt_calls = 0;

@@ -35,14 +35,16 @@ millis longest_deadline_of(const config& cfg) {
 
 } // namespace
 
-serving_config::serving_config(config c, std::uint64_t n, metrics::registry& series)
+serving_config::serving_config(config c, std::uint64_t n, metrics::registry& series,
+                               std::shared_ptr<const admission_gates> g)
   : cfg(std::move(c)),
     number(n),
     counters(cfg, series),
     cache_scopes(cache_scopes_of(cfg)),
     longest_deadline(longest_deadline_of(cfg)),
     guards(cfg),
-    deadline_header_lower(lower(cfg.deadline_header)) {
+    deadline_header_lower(lower(cfg.deadline_header)),
+    gates(std::move(g)) {
 }
 
 serving_config_slot::serving_config_slot(std::shared_ptr<const serving_config> first)

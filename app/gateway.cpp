@@ -9,10 +9,12 @@
 #include <nlohmann/json.hpp>
 
 #include "gather/actors/serving_config.hpp"
+#include "gather/admission/gates.hpp"
 #include "gather/config/restart_only_keys.hpp"
 #include "gather/ops/request_log.hpp"
 
 #include "gather/cluster/cluster.hpp"
+#include "gather/cluster/cluster_transport.hpp"
 #include "gather/downstream/downstream_client.hpp"
 #include "gather/front/http_server.hpp"
 #include "gather/front/request_dispatch.hpp"
@@ -37,14 +39,16 @@ caf::actor_system_config& actor_config(caf::actor_system_config& cfg, const conf
   if (gateway_cfg.cluster) {
     cfg.load<caf::io::middleman>();
     enable_failure_detection(cfg);
+    if (gateway_cfg.cluster->tls)
+      enable_cluster_tls(cfg, *gateway_cfg.cluster->tls);
   }
   return cfg;
 }
 
-std::unique_ptr<cluster> cluster_of(caf::actor_system& system, const config& cfg) {
+std::unique_ptr<cluster> cluster_of(caf::actor_system& system, const config& cfg, io_loops& loops) {
   if (!cfg.cluster || cfg.cluster->nodes.empty())
     return nullptr;
-  return std::make_unique<cluster>(system, *cfg.cluster);
+  return std::make_unique<cluster>(system, *cfg.cluster, loops.loop(0));
 }
 
 /// Exports from the first loop: one export in flight at a time needs no more.
@@ -63,6 +67,13 @@ void log_event(const char* event, nlohmann::ordered_json rest) {
     {"ts", duration_cast<microseconds>(system_clock::now().time_since_epoch()).count() / 1e6}};
   record.update(rest);
   write_log_line(record.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+}
+
+/// A configuration generation with its routes' gates (gather/admission/gates.hpp).
+std::shared_ptr<const serving_config> generation_of(config cfg, std::uint64_t number,
+                                                    metrics::registry& series, jwks_registry& keys) {
+  auto gates = make_admission_gates(cfg, &keys);
+  return std::make_shared<const serving_config>(std::move(cfg), number, series, std::move(gates));
 }
 
 std::size_t section_count(const config& cfg) {
@@ -95,6 +106,9 @@ io_loops& started(io_loops& loops) {
 struct gateway::impl {
   gateway_stats stats;
   metrics::registry series;
+  /// The JWK sets fetched from URLs, kept across reloads; fetches through `client`, so it is
+  /// destroyed after the client (whose transfers end without completions when it goes).
+  jwks_registry keys;
   /// The generation the gateway started on: its restart-only keys stay in force.
   std::shared_ptr<const serving_config> first;
   const config& cfg = first->cfg;
@@ -113,20 +127,34 @@ struct gateway::impl {
   std::unique_ptr<cluster> nodes;
   request_dispatch dispatch;
   http_server server;
+  /// The operations listener (`admin`): its own connection count, so a full `listen` never
+  /// locks the operator out; its dispatch serves only the operations paths.
+  gateway_stats admin_stats;
+  request_dispatch admin_dispatch;
+  std::unique_ptr<http_server> admin_server; ///< null without `admin`
+  int admin_port = 0;
 
   explicit impl(config c)
-    : first(std::make_shared<const serving_config>(std::move(c), 1, series)),
+    : first(generation_of(std::move(c), 1, series, keys)),
       spans(exporter_of(cfg, client, loops)),
       stopper{started(loops)},
       system(actor_config(actor_cfg, cfg, loops)),
       cache(system, cache_limits{cfg.cache_max_entries, cfg.cache_max_bytes}),
-      nodes(cluster_of(system, cfg)),
+      nodes(cluster_of(system, cfg, loops)),
       dispatch(stats, system,
                // counters, serving, guards and the deadline header: each request's generation's
                // (request_dispatch::make_job)
                section_runtime{&client, &stats, nullptr, &inflight, &cache, nodes.get(),
                                cfg.max_response_bytes, nullptr, nullptr, spans.get()}),
-      server(serving, stats, loops, dispatch) {
+      server(serving, stats, loops, dispatch),
+      admin_dispatch(stats, system,
+                     section_runtime{&client, &stats, nullptr, &inflight, &cache, nodes.get(),
+                                     cfg.max_response_bytes, nullptr, nullptr, spans.get()},
+                     listener_role::admin),
+      admin_server(cfg.admin ? std::make_unique<http_server>(serving, admin_stats, loops,
+                                                             admin_dispatch, listener_role::admin)
+                             : nullptr) {
+    keys.start(client);
   }
 };
 
@@ -142,6 +170,10 @@ int gateway::start(const std::string& listen) {
   if (!address)
     throw std::runtime_error("invalid listen address: " + listen);
   const int port = impl_->server.start(address->first, address->second);
+  if (impl_->admin_server) {
+    const auto admin = split_host_port(impl_->cfg.admin->listen);
+    impl_->admin_port = impl_->admin_server->start(admin->first, admin->second);
+  }
   std::lock_guard<std::mutex> lock(impl_->reloading);
   impl_->listening = address->first + ":" + std::to_string(port);
   return port;
@@ -173,7 +205,7 @@ bool gateway::reload(config_result loaded, const std::string& source) {
   const auto previous = im.serving.current();
   if (bounds.max_entries != previous->cfg.cache_max_entries || bounds.max_bytes != previous->cfg.cache_max_bytes)
     im.cache.resize(bounds);
-  auto generation = std::make_shared<const serving_config>(std::move(next), ++im.generations, im.series);
+  auto generation = generation_of(std::move(next), ++im.generations, im.series, im.keys);
   const auto routes = generation->cfg.routes.size();
   const auto sections = section_count(generation->cfg);
   im.serving.install(std::move(generation));
@@ -185,6 +217,12 @@ bool gateway::reload(config_result loaded, const std::string& source) {
 
 void gateway::stop() {
   impl_->server.stop();
+  if (impl_->admin_server)
+    impl_->admin_server->stop();
+}
+
+int gateway::admin_port() const {
+  return impl_->admin_port;
 }
 
 const config& gateway::cfg() const {

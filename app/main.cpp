@@ -1,5 +1,8 @@
 // gather: the command line (docs/cli.md).
+#include <arpa/inet.h>
 #include <csignal>
+#include <optional>
+#include <vector>
 #include <cstdio>
 #include <iostream>
 #include <pthread.h>
@@ -7,10 +10,12 @@
 
 #include <CLI/CLI.hpp>
 
+#include "gather/admission/auth_check.hpp"
 #include "gather/config/config.hpp"
 #include "gather/demo.hpp"
 #include "gather/front/tls_context.hpp"
 #include "gather/gateway.hpp"
+#include "gather/cluster/cluster_transport.hpp"
 #include "gather/cluster/worker_node.hpp"
 #include "gather/ops/request_log.hpp"
 
@@ -36,14 +41,22 @@ sigset_t serve_signals() {
   return set;
 }
 
-/// The config, with the problems only its files show (TLS certificate and key) added.
+/// The config, with the problems only its files show (TLS certificates and keys, JWK sets) added.
 gather::config_result load_checked(const std::string& file) {
   auto result = gather::load_config_file(file);
-  if (result.value && result.value->tls) {
+  if (!result.value)
+    return result;
+  if (result.value->tls)
     result.problems = gather::tls_problems(*result.value->tls);
-    if (!result.problems.empty())
-      result.value.reset();
-  }
+  if (result.value->cluster && result.value->cluster->tls)
+    for (auto& problem : gather::cluster_tls_problems(
+           *result.value->cluster->tls,
+           {"cluster.tls.cert_file", "cluster.tls.key_file", "cluster.tls.ca_file"}))
+      result.problems.push_back(problem);
+  for (auto& problem : gather::auth_problems(*result.value))
+    result.problems.push_back(std::move(problem));
+  if (!result.problems.empty())
+    result.value.reset();
   return result;
 }
 
@@ -80,6 +93,9 @@ int serve(gather::config cfg, const std::string& listen, const std::string& bann
     int port = gw.start(listen);
     auto host = gather::split_host_port(listen.empty() ? gw.cfg().listen : listen)->first;
     std::cout << "listening on " << (gw.cfg().tls ? "https://" : "http://") << host << ":" << port << std::endl;
+    if (gw.cfg().admin)
+      std::cout << "admin listening on http://" << gather::split_host_port(gw.cfg().admin->listen)->first
+                << ":" << gw.admin_port() << std::endl;
     if (!banner.empty()) {
       std::string text = banner;
       for (auto at = text.find("{base}"); at != std::string::npos; at = text.find("{base}"))
@@ -104,17 +120,79 @@ int serve(gather::config cfg, const std::string& listen, const std::string& bann
   return 0;
 }
 
+/// What `gather node` was asked for on its command line.
+struct node_flags {
+  std::string listen;
+  std::vector<std::string> allow;
+  bool allow_any = false;
+  bool insecure = false;
+  std::string tls_cert, tls_key, tls_ca;
+};
+
+/// 127.0.0.0/8, ::1 and localhost: a plain node there is reachable only from this machine.
+bool loopback(const std::string& host) {
+  if (host == "localhost" || host == "::1" || host == "[::1]")
+    return true;
+  in_addr addr{};
+  return inet_pton(AF_INET, host.c_str(), &addr) == 1 && (ntohl(addr.s_addr) >> 24) == 127;
+}
+
+/// The node's options from its flags, or every reason it must not start (exit 2).
+std::optional<gather::node_options> node_options_of(const node_flags& flags,
+                                                    std::vector<std::string>& problems) {
+  gather::node_options options;
+  const auto address = gather::split_host_port(flags.listen);
+  if (!address)
+    problems.push_back("--listen: must be host:port");
+  if (flags.allow.empty() && !flags.allow_any)
+    problems.push_back("refusing to start: give --allow ORIGIN (repeated; scheme://host:port) for each "
+                       "downstream origin this node may call, or --allow-any: a node runs the calls "
+                       "its peers send it, so without a list it would be an open relay");
+  if (!flags.allow.empty() && flags.allow_any)
+    problems.push_back("--allow and --allow-any exclude each other");
+  if (flags.allow_any) {
+    options.origins = gather::origin_allowlist::any();
+  } else {
+    std::string problem;
+    auto list = gather::origin_allowlist::of({flags.allow.begin(), flags.allow.end()}, problem);
+    if (list)
+      options.origins = std::move(*list);
+    else
+      problems.push_back(problem);
+  }
+  const int tls_flags = !flags.tls_cert.empty() + !flags.tls_key.empty() + !flags.tls_ca.empty();
+  if (tls_flags == 3) {
+    options.tls = gather::cluster_tls_config{flags.tls_cert, flags.tls_key, flags.tls_ca};
+    for (auto& problem : gather::cluster_tls_problems(*options.tls, {"--tls-cert", "--tls-key", "--tls-ca"}))
+      problems.push_back(problem);
+  } else if (tls_flags != 0) {
+    problems.push_back("--tls-cert, --tls-key and --tls-ca go together: give all three or none");
+  } else if (address && !loopback(address->first) && !flags.insecure) {
+    problems.push_back("refusing to listen on " + flags.listen + " without TLS: anyone who reaches "
+                       "the port could send this node work; give --tls-cert, --tls-key and --tls-ca "
+                       "(mutual TLS), or --insecure to accept plain TCP from any peer");
+  }
+  if (!problems.empty())
+    return std::nullopt;
+  return options;
+}
+
 /// A cluster worker node until SIGINT/SIGTERM.
-int run_node(const std::string& listen) {
-  auto address = gather::split_host_port(listen);
-  if (!address) {
-    std::cerr << "--listen: must be host:port\n";
+int run_node(const node_flags& flags) {
+  std::vector<std::string> problems;
+  auto options = node_options_of(flags, problems);
+  if (!options) {
+    for (const auto& problem : problems)
+      std::cerr << "gather node: " << problem << "\n";
     return exit_invalid_config;
   }
+  const auto address = gather::split_host_port(flags.listen);
   try {
-    gather::worker_node node;
+    const bool tls = options->tls.has_value();
+    gather::worker_node node{std::move(*options)};
     int port = node.start(address->first, address->second);
-    std::cout << "listening on " << address->first << ":" << port << std::endl;
+    std::cout << "listening on " << address->first << ":" << port << (tls ? " (mutual TLS)" : "")
+              << std::endl;
     auto set = termination_signals();
     int signal = 0;
     sigwait(&set, &signal);
@@ -147,8 +225,17 @@ int main(int argc, char** argv) {
   serve_cmd->add_option("--listen", listen, "host:port, overrides the file's listen");
   auto* check = app.add_subcommand("check", "Validate a configuration file");
   check->add_option("--config", config_file, "configuration file (JSON)")->required();
+  node_flags flags;
   auto* node = app.add_subcommand("node", "Run a cluster worker node");
-  node->add_option("--listen", listen, "host:port to publish the node on")->required();
+  node->add_option("--listen", flags.listen, "host:port to publish the node on")->required();
+  node->add_option("--allow", flags.allow,
+                   "a downstream origin (scheme://host:port) this node may call; repeat for more");
+  node->add_flag("--allow-any", flags.allow_any, "let this node call any origin");
+  node->add_flag("--insecure", flags.insecure,
+                 "listen without TLS on an address other than loopback");
+  node->add_option("--tls-cert", flags.tls_cert, "this node's certificate chain (PEM)");
+  node->add_option("--tls-key", flags.tls_key, "its private key (PEM)");
+  node->add_option("--tls-ca", flags.tls_ca, "the CA that must have signed every peer (PEM)");
 
   CLI11_PARSE(app, argc, argv);
 
@@ -180,5 +267,5 @@ int main(int argc, char** argv) {
       return report_problems(result);
     return serve(std::move(*result.value), "", gather::demo_downstreams::banner());
   }
-  return run_node(listen);
+  return run_node(flags);
 }

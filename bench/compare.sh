@@ -19,9 +19,10 @@ scenarios=("$@")
 ROWS=$(mktemp)
 trap 'rm -f "$ROWS" "$ROWS.log"' EXIT
 
-# A side's label: "gather", else the peer's file name (node-gateway, gather-openresty, ...).
+# A side's label: "gather", else the peer's folder and file name (peers/node-gateway,
+# openresty/gather-openresty, baseline/gather: never "gather" alone, which is this build's).
 sides=(gather)
-for p in "${PEER_LIST[@]}"; do sides+=("$(basename "$p")"); done
+for p in "${PEER_LIST[@]}"; do sides+=("$(basename "$(dirname "$p")")/$(basename "$p")"); done
 
 for ((r = 1; r <= ROUNDS; r++)); do
   for ((k = 0; k < ${#sides[@]}; k++)); do

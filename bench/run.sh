@@ -1,15 +1,17 @@
 #!/usr/bin/env bash
 # Gather benchmarks (docs/performance.md). Never run by ctest.
 #
-#   bench/run.sh [scenario...]      scenarios: s0 s1 s2 s3 s4 tail_drill guards linear cluster (default: all)
+#   bench/run.sh [scenario...]      scenarios: s0 s1 s2 s3 s4 tail_drill guards linear cluster, and
+#                                   s0_h2 s1_h2 (h2c with h2load; not in the default list)
 #
 # Environment: GATHER_BIN (default build-bench/gather, else build/gather), DURATION (wrk seconds,
 # default 10), NGINX_PORT (default 18931), WRK_THREADS (default 2), PERF_OUT (if set: `perf record
 # -g` of the gateway during each measured run, to PERF_OUT.<scenario>; PERF_CALLGRAPH, default
 # dwarf,16384: Debian's libraries have no frame pointers), CLUSTER_NODES (default "0 1 2"),
-# GATHER_TOP (a JSON object merged into every config's top level, e.g. '{"io_threads": 2}').
+# GATHER_TOP (a JSON object merged into every config's top level, e.g. '{"io_threads": 2}'), GATHER_ROUTE
+# (a JSON object merged into every route), WRK_HEADER (a header every wrk request carries).
 # Needs: nginx-light libnginx-mod-http-echo wrk (apt-get install -y nginx-light
-# libnginx-mod-http-echo wrk), python3, curl.
+# libnginx-mod-http-echo wrk), python3, curl; nghttp2-client (h2load) for s0_h2 and s1_h2.
 #
 # The downstream is the user's own nginx on loopback, in a temporary prefix (never the system
 # service), started and stopped here. Each scenario starts a fresh `gather serve`, warms it up for
@@ -65,10 +67,12 @@ PY
 # gateway config: gen_config FILE MAX_INFLIGHT ROUTE_JSON...
 gen_config() {
   local file=$1 inflight=$2; shift 2
-  GATHER_TOP=${GATHER_TOP:-} python3 - "$file" "$inflight" "$NPORT" "$@" <<'PY'
+  GATHER_TOP=${GATHER_TOP:-} GATHER_ROUTE=${GATHER_ROUTE:-} python3 - "$file" "$inflight" "$NPORT" "$@" <<'PY'
 import json, os, sys
 file, inflight, port = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 routes = [json.loads(r.replace("@D@", "http://127.0.0.1:" + port)) for r in sys.argv[4:]]
+for route in routes:  # GATHER_ROUTE: keys added to every route (bench/auth_cost.sh: auth, rate_limit)
+    route.update(json.loads(os.environ.get("GATHER_ROUTE") or "{}"))
 cfg = {"listen": "127.0.0.1:0", "max_inflight": inflight, "routes": routes}
 cfg.update(json.loads(os.environ.get("GATHER_TOP") or "{}"))
 json.dump(cfg, open(file, "w"), indent=1)
@@ -159,7 +163,9 @@ bench() {
   start_gateway "$cfg"
   local url="http://127.0.0.1:$GW_PORT$path"
   [[ -n ${SHOW_SAMPLE:-} ]] && { curl -s "$url" | head -c 600; echo; }
-  wrk -t"$WRK_THREADS" -c"$conns" -d2s --timeout 10s "$url" >/dev/null 2>&1 || true # warm-up
+  # WRK_HEADER: one header every request carries (bench/auth_cost.sh: the bearer token).
+  [[ -n ${WRK_HEADER:-} ]] && set -- -H "$WRK_HEADER" "$@"
+  wrk -t"$WRK_THREADS" -c"$conns" -d2s --timeout 10s "$@" "$url" >/dev/null 2>&1 || true # warm-up
   sleep 0.5
   local th_idle rss_idle
   th_idle=$(threads_of "$GW_PID"); rss_idle=$(rss_kib "$GW_PID")
@@ -187,14 +193,50 @@ bench() {
   p99=$(to_ms "$(awk '$1 == "99%" {print $2}' "$out")")
   non2xx=$(awk '/Non-2xx/ {print $NF}' "$out"); non2xx=${non2xx:-0}
   sockerr=$(awk '/Socket errors/ {gsub(",", ""); print $4 + $6 + $8 + $10}' "$out"); sockerr=${sockerr:-0}
-  local cpu_us cpu_k
-  cpu_us=$(awk -v d=$((c1 - c0)) -v t="$TICKS" -v n="$total" 'BEGIN {printf "%.0f", d / t / n * 1e6}')
-  cpu_k=$(awk -v d=$((c1 - c0)) -v t="$TICKS" -v n="$total" 'BEGIN {printf "%.3f", d / t / n * 1000}')
-  printf '%-22s %6s %9s %8s %8s %8s %8s %7s %11s %11s %9s %9s %s\n' \
-    "$name" "$conns" "$rps" "$p50" "$p90" "$p99" "$non2xx" "$sockerr" "$th_idle/$th_load" \
-    "$((rss_idle / 1024))/$((rss_load / 1024))" "$cpu_us" "$cpu_k" "$load"
+  print_row "$name" "$conns" "$rps" "$p50" "$p90" "$p99" "$non2xx" "$sockerr" "$th_idle/$th_load" \
+    "$((rss_idle / 1024))/$((rss_load / 1024))" $((c1 - c0)) "$total" "$load"
   grep '^LUA' "$out" | sed 's/^/    /' || true
-  ROW_RPS=$rps; ROW_CPU_US=$cpu_us
+}
+
+# print_row NAME CONNS RPS P50 P90 P99 NON200 ERRORS THREADS RSS CPU_TICKS REQUESTS LOAD: one table
+# row, CPU per request from the ticks; sets ROW_RPS, ROW_CPU_US.
+print_row() {
+  local cpu_us cpu_k
+  cpu_us=$(awk -v d="${11}" -v t="$TICKS" -v n="${12}" 'BEGIN {printf "%.0f", d / t / n * 1e6}')
+  cpu_k=$(awk -v d="${11}" -v t="$TICKS" -v n="${12}" 'BEGIN {printf "%.3f", d / t / n * 1000}')
+  printf '%-22s %6s %9s %8s %8s %8s %8s %7s %11s %11s %9s %9s %s\n' \
+    "$1" "$2" "$3" "$4" "$5" "$6" "$7" "$8" "$9" "${10}" "$cpu_us" "$cpu_k" "${13}"
+  ROW_RPS=$3; ROW_CPU_US=$cpu_us
+}
+
+# bench_h2 NAME CONFIG PATH: one row over h2c (prior knowledge) with h2load: 4 connections, 100
+# streams each (H2_CONNS, H2_STREAMS). p50/p90/p99 from h2load's per-request log. Sets ROW_RPS, ROW_CPU_US.
+bench_h2() {
+  local name=$1 cfg=$2 path=$3 conns=${H2_CONNS:-4} streams=${H2_STREAMS:-100}
+  start_gateway "$cfg"
+  local url="http://127.0.0.1:$GW_PORT$path"
+  h2load -c"$conns" -m"$streams" -D 2 "$url" >/dev/null 2>&1 || true # warm-up
+  sleep 0.5
+  local th_idle rss_idle
+  th_idle=$(threads_of "$GW_PID"); rss_idle=$(rss_kib "$GW_PID")
+  local load; load=$(cut -d' ' -f1 /proc/loadavg)
+  local c0; c0=$(cpu_ticks "$GW_PID")
+  sample_loop "$GW_PID" "$WORK/sample" & local sampler=$!
+  h2load -c"$conns" -m"$streams" -D "$DURATION" --log-file="$WORK/h2load.log" "$url" > "$WORK/h2load.out" 2>&1 || true
+  local c1; c1=$(cpu_ticks "$GW_PID")
+  kill "$sampler" 2>/dev/null || true; wait "$sampler" 2>/dev/null || true
+  read -r th_load rss_load < "$WORK/sample" || true
+  stop_gateway
+  local total rps non2xx errors p50 p90 p99
+  total=$(awk '/^requests:/ {print $8}' "$WORK/h2load.out") # succeeded
+  rps=$(awk '/^finished in/ {gsub(",", ""); printf "%.0f", $4}' "$WORK/h2load.out")
+  non2xx=$(awk '/^status codes:/ {gsub(",", ""); print $5 + $7 + $9}' "$WORK/h2load.out")
+  errors=$(awk '/^requests:/ {gsub(",", ""); print $10 + $12}' "$WORK/h2load.out")
+  read -r p50 p90 p99 < <(awk '{print $3}' "$WORK/h2load.log" | sort -n | awk '{v[NR] = $1}
+    END {if (NR == 0) {print "- - -"; exit}
+         printf "%.2f %.2f %.2f\n", v[int(NR * 0.50) + 1] / 1000, v[int(NR * 0.90) + 1] / 1000, v[int(NR * 0.99) + 1] / 1000}')
+  print_row "$name" "${conns}x$streams" "$rps" "$p50" "$p90" "$p99" "$non2xx" "$errors" "$th_idle/$th_load" \
+    "$((rss_idle / 1024))/$((rss_load / 1024))" $((c1 - c0)) "$total" "$load"
 }
 
 S2_LUA=$WORK/degraded.lua
@@ -230,6 +272,19 @@ s1() {
     "{\"path\": \"/p/{id}\", \"deadline_ms\": 1000, \"sections\": $(sections_json 4 /d20 500)}"
   bench "S1 healthy 4x20ms" "$WORK/s1.json" 64 /p/1
   echo "    ideal 64/20ms = 3200 req/s; ratio $(awk -v r="$ROW_RPS" 'BEGIN {printf "%.2f", r / 3200}')"
+}
+
+# S0 and S1 over h2c: the same routes, h2load with 4 connections x 100 streams (docs/performance.md).
+s0_h2() {
+  gen_config "$WORK/s0.json" 1024 \
+    "{\"path\": \"/p/{id}\", \"deadline_ms\": 1000, \"sections\": $(sections_json 1 /instant 500)}"
+  bench_h2 "S0 overhead h2c" "$WORK/s0.json" /p/1
+}
+
+s1_h2() {
+  gen_config "$WORK/s1.json" 1024 \
+    "{\"path\": \"/p/{id}\", \"deadline_ms\": 1000, \"sections\": $(sections_json 4 /d20 500)}"
+  bench_h2 "S1 healthy 4x20ms h2c" "$WORK/s1.json" /p/1
 }
 
 s2() {
@@ -352,7 +407,7 @@ cluster() {
     local list=()
     for ((k = 0; k < nodes; k++)); do
       local port=$((NPORT + 10 + k))
-      "$BIN" node --listen "127.0.0.1:$port" >/dev/null 2>&1 &
+      "$BIN" node --listen "127.0.0.1:$port" --allow-any >/dev/null 2>&1 &
       NODE_PIDS+=($!); list+=("\"127.0.0.1:$port\"")
     done
     sleep 1

@@ -14,6 +14,7 @@ constexpr check checks[] = {
   check_method,
   check_size,
   check_encoding,
+  check_gate,
   check_overload,
   check_batch_body,
 };

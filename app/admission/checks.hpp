@@ -11,6 +11,7 @@ std::optional<refusal> check_route(admission_request& request);    // 404 no_rou
 std::optional<refusal> check_method(admission_request& request);   // 405, with Allow
 std::optional<refusal> check_size(admission_request& request);     // 413, the declared length
 std::optional<refusal> check_encoding(admission_request& request); // 415, an encoded body
+std::optional<refusal> check_gate(admission_request& request);     // 401, 403, 429, 503: auth, rate_limit
 std::optional<refusal> check_overload(admission_request& request); // 503, takes the in-flight slot
 std::optional<refusal> check_batch_body(admission_request& request); // 400, reads the items
 

@@ -4,8 +4,16 @@
 #include <caf/io/all.hpp>
 #include <nlohmann/json.hpp>
 
+#include <set>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "gather/cluster/cluster_transport.hpp"
 #include "gather/values/atoms.hpp"
 #include "gather/ops/request_log.hpp"
+
+// A dialled socket travels from its loop to its link in a local message only.
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(std::shared_ptr<gather::owned_socket>)
 
 namespace gather {
 
@@ -44,83 +52,164 @@ struct cluster::node_slot {
   }
 };
 
-cluster::cluster(caf::actor_system& system, cluster_config cfg) : system_(system), cfg_(std::move(cfg)) {
+namespace {
+
+using dial_atom = caf::atom_constant<caf::atom("dial")>;     ///< link -> itself: try the node now
+using dialed_atom = caf::atom_constant<caf::atom("dialed")>; ///< the dial's completion -> link
+
+/// One node's link. Every step is a message or a timer: the dial runs on an event loop, the
+/// middleman's handshake and the version check are requests with timeouts; nothing blocks.
+struct link_state {
+  cluster* owner = nullptr;
+  std::size_t index = 0;
+  std::string host;
+  std::uint16_t port = 0;
+  millis backoff = node_reconnect_first;
+  std::string last_failure;
+  caf::actor node;
+  /// A second descriptor of the connection while its handshakes run: shutting it down makes the
+  /// middleman drop a connection whose handshake failed or never ended.
+  int handshake_fd = -1;
+  std::shared_ptr<handshake_note> note;
+  ~link_state() {
+    if (handshake_fd >= 0)
+      ::close(handshake_fd);
+  }
+  static inline const char* name = "cluster_link";
+};
+
+using link_actor = caf::stateful_actor<link_state>*;
+
+void end_handshake(link_actor self, bool drop_connection) {
+  auto& st = self->state;
+  if (st.handshake_fd < 0)
+    return;
+  if (drop_connection)
+    ::shutdown(st.handshake_fd, SHUT_RDWR);
+  ::close(st.handshake_fd);
+  st.handshake_fd = -1;
+}
+
+/// The attempt failed: log a reason not logged just before, try again after the backoff.
+void failed(link_actor self, std::string why) {
+  auto& st = self->state;
+  end_handshake(self, true);
+  const auto& address = st.owner->slot(st.index).address;
+  if (why != st.last_failure) { // each new reason once, not every retry
+    log_node_event(address, "node_unavailable", why);
+    st.last_failure = why;
+  }
+  self->delayed_send(self, st.backoff, dial_atom::value);
+  st.backoff = std::min(st.backoff * 2, node_reconnect_cap);
+}
+
+void node_up(link_actor self, caf::actor node) {
+  auto& st = self->state;
+  end_handshake(self, false);
+  self->monitor(node);
+  st.node = node;
+  st.owner->slot(st.index).set(std::move(node));
+  log_node_event(st.owner->slot(st.index).address, "node_up");
+  st.backoff = node_reconnect_first;
+  st.last_failure.clear();
+}
+
+/// The middleman connected: is the node's published actor there, and does it speak our version?
+void check_version(link_actor self, caf::strong_actor_ptr published) {
+  auto& st = self->state;
+  if (!published)
+    return failed(self, "no actor published at " + st.owner->slot(st.index).address);
+  auto node = caf::actor_cast<caf::actor>(published);
+  self->request(node, node_hello_timeout, hello_atom::value, cluster_protocol_version)
+    .then(
+      [self, node](hello_atom, std::int32_t theirs) {
+        if (theirs != cluster_protocol_version)
+          return failed(self, "refused: protocol version " + std::to_string(theirs) +
+                                ", this gateway speaks " + std::to_string(cluster_protocol_version));
+        node_up(self, node);
+      },
+      [self](caf::error& err) { failed(self, "no hello: " + self->system().render(err)); });
+}
+
+/// The TCP connection stands: the middleman runs BASP's handshake (after TLS's, with `tls`).
+void hand_over(link_actor self, std::shared_ptr<owned_socket> socket) {
+  auto& st = self->state;
+  const bool tls = st.owner->cfg().tls.has_value();
+  st.handshake_fd = ::dup(socket->fd);
+  st.note = std::make_shared<handshake_note>();
+  auto scribe = link_scribe(self->system(), socket->release(), tls, st.note);
+  if (!scribe)
+    return failed(self, "TLS handshake failed: " + st.note->get());
+  self->request(basp_broker_of(self->system()), node_hello_timeout, caf::connect_atom::value,
+                std::move(scribe), st.port)
+    .then(
+      [self](caf::node_id&, caf::strong_actor_ptr& published, std::set<std::string>&) {
+        check_version(self, std::move(published));
+      },
+      [self](caf::error& err) {
+        const auto tls_reason = self->state.note->get();
+        failed(self, tls_reason.empty() ? "no handshake: " + self->system().render(err)
+                                        : "TLS handshake failed: " + tls_reason);
+      });
+}
+
+caf::behavior node_link(link_actor self, cluster* owner, std::size_t index) {
+  auto& st = self->state;
+  st.owner = owner;
+  st.index = index;
+  const auto address = split_host_port(owner->slot(index).address);
+  st.host = address->first;
+  st.port = static_cast<std::uint16_t>(address->second);
+  self->set_down_handler([self](caf::down_msg& down) {
+    auto& st = self->state;
+    if (!st.node || down.source != st.node.address())
+      return;
+    st.node = nullptr;
+    st.owner->slot(st.index).clear();
+    log_node_event(st.owner->slot(st.index).address, "node_down");
+    self->delayed_send(self, st.backoff, dial_atom::value);
+  });
+  self->send(self, dial_atom::value);
+  return {
+    [self](dial_atom) {
+      auto& st = self->state;
+      // A weak handle: a dial that ends after the link (or the whole actor system) is gone only
+      // closes its socket.
+      auto me = caf::actor_cast<caf::weak_actor_ptr>(self);
+      dial(st.owner->loop(), st.host, st.port, st.owner->cfg().connect_timeout,
+           [me](std::shared_ptr<owned_socket> socket, std::string why) {
+             if (auto link = caf::actor_cast<caf::actor>(me))
+               caf::anon_send(link, dialed_atom::value, std::move(socket), std::move(why));
+           });
+    },
+    [self](dialed_atom, std::shared_ptr<owned_socket>& socket, std::string& why) {
+      if (!socket)
+        return failed(self, why);
+      hand_over(self, std::move(socket));
+    },
+  };
+}
+
+} // namespace
+
+cluster::cluster(caf::actor_system& system, cluster_config cfg, boost::asio::io_context& loop)
+  : system_(system), cfg_(std::move(cfg)), loop_(loop) {
   for (const auto& address : cfg_.nodes) {
     slots_.push_back(std::make_unique<node_slot>());
     slots_.back()->address = address;
   }
   for (std::size_t i = 0; i < slots_.size(); ++i)
-    links_.emplace_back([this, i] { link(i); });
+    links_.push_back(system_.spawn(node_link, this, i));
 }
 
+/// The links point at this object: it goes only once they have stopped (a message on their loop,
+/// never a wait for a connect).
 cluster::~cluster() {
-  {
-    std::lock_guard<std::mutex> guard{stop_mutex_};
-    stopping_ = true;
-  }
-  stop_cv_.notify_all();
-  for (auto& t : links_)
-    t.join();
-}
-
-/// Asks the node for its protocol version: empty when it speaks ours, else why not.
-/// The scoped actor must not outlive this exchange: CAF 0.17's clock later delivers the request's
-/// timeout to it with the actor itself as sender, a blocking actor skips that stale response, and
-/// skipped messages are never drained at cleanup, so the actor would hold itself (LeakSanitizer:
-/// 704 bytes per connection that stayed up longer than the timeout). Gone by then, it drops it.
-std::string cluster::handshake(const caf::actor& node) {
   caf::scoped_actor self{system_};
-  std::int32_t theirs = -1;
-  std::string failure;
-  self->request(node, node_hello_timeout, hello_atom::value, cluster_protocol_version)
-    .receive([&](hello_atom, std::int32_t version) { theirs = version; },
-             [&](caf::error& err) { failure = "no hello: " + system_.render(err); });
-  if (failure.empty() && theirs != cluster_protocol_version)
-    failure = "refused: protocol version " + std::to_string(theirs) + ", this gateway speaks " +
-              std::to_string(cluster_protocol_version);
-  return failure;
-}
-
-/// Connect, check the protocol version, watch until down, back off, again: until the cluster stops.
-void cluster::link(std::size_t i) {
-  auto& slot = *slots_[i];
-  const auto address = split_host_port(slot.address);
-  auto backoff = node_reconnect_first;
-  std::string last_failure;
-  auto stopped = [this] {
-    std::lock_guard<std::mutex> guard{stop_mutex_};
-    return stopping_;
-  };
-  while (!stopped()) {
-    auto node = system_.middleman().remote_actor(address->first, static_cast<std::uint16_t>(address->second));
-    std::string failure;
-    if (!node) {
-      failure = "cannot connect: " + system_.render(node.error());
-    } else {
-      failure = handshake(*node);
-      if (failure.empty()) {
-        // A scoped actor of its own: see handshake().
-        caf::scoped_actor self{system_};
-        self->monitor(*node);
-        slot.set(*node);
-        log_node_event(slot.address, "node_up");
-        backoff = node_reconnect_first;
-        last_failure.clear();
-        for (bool down = false; !down && !stopped();)
-          self->receive([&](caf::down_msg&) { down = true; },
-                        caf::after(std::chrono::milliseconds(200)) >> [] {});
-        slot.clear();
-        log_node_event(slot.address, "node_down");
-      }
-    }
-    if (!failure.empty() && failure != last_failure) { // log each new reason once, not every retry
-      log_node_event(slot.address, "node_unavailable", failure);
-      last_failure = failure;
-    }
-    std::unique_lock<std::mutex> lock{stop_mutex_};
-    stop_cv_.wait_for(lock, backoff, [this] { return stopping_; });
-    backoff = std::min(backoff * 2, node_reconnect_cap);
-  }
+  for (auto& link : links_)
+    self->send_exit(link, caf::exit_reason::user_shutdown);
+  for (auto& link : links_)
+    self->wait_for(link);
 }
 
 cluster::placement cluster::place() {

@@ -5,6 +5,7 @@
 #include <caf/all.hpp>
 #include <caf/io/all.hpp>
 
+#include "gather/cluster/cluster_transport.hpp"
 #include "gather/downstream/downstream_client.hpp"
 #include "gather/values/gateway_stats.hpp"
 #include "gather/actors/messages.hpp"
@@ -14,10 +15,12 @@ namespace gather {
 
 namespace {
 
-caf::actor_system_config& node_config(caf::actor_system_config& cfg) {
+caf::actor_system_config& node_config(caf::actor_system_config& cfg, const node_options& options) {
   register_message_types(cfg);
   cfg.load<caf::io::middleman>();
   enable_failure_detection(cfg);
+  if (options.tls)
+    enable_cluster_tls(cfg, *options.tls);
   return cfg;
 }
 
@@ -26,11 +29,14 @@ caf::actor_system_config& node_config(caf::actor_system_config& cfg) {
 // Destroyed bottom-up: the actor system waits for the last workers (whose destructors cancel
 // transfers on the still-running client), then the client goes.
 struct worker_node::impl {
+  node_options options;
   gateway_stats stats;
   downstream_client client;
   caf::actor_system_config actor_cfg;
-  caf::actor_system system{node_config(actor_cfg)};
+  caf::actor_system system{node_config(actor_cfg, options)};
   caf::actor service;
+
+  explicit impl(node_options o) : options(std::move(o)) {}
 
   ~impl() {
     if (service) {
@@ -40,7 +46,7 @@ struct worker_node::impl {
   }
 };
 
-worker_node::worker_node() : impl_(std::make_unique<impl>()) {
+worker_node::worker_node(node_options options) : impl_(std::make_unique<impl>(std::move(options))) {
 }
 
 worker_node::~worker_node() = default;
@@ -49,9 +55,11 @@ int worker_node::start(const std::string& host, int port) {
   section_runtime runtime;
   runtime.client = &impl_->client;
   runtime.stats = &impl_->stats;
+  runtime.origins = &impl_->options.origins;
   impl_->service = impl_->system.spawn(node_service, runtime);
-  auto bound = impl_->system.middleman().publish(impl_->service, static_cast<std::uint16_t>(port),
-                                                 host.c_str(), true);
+  const auto at = static_cast<std::uint16_t>(port);
+  auto bound = impl_->options.tls ? publish_tls(impl_->system, impl_->service, at, host)
+                                  : impl_->system.middleman().publish(impl_->service, at, host.c_str(), true);
   if (!bound)
     throw std::runtime_error("cannot publish on " + host + ":" + std::to_string(port) + ": " +
                              impl_->system.render(bound.error()));

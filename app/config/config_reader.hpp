@@ -118,6 +118,10 @@ private:
 };
 
 // ---------------------------------------------------------------------------------------------
+/// Required non-empty file names (`cert_file`, ...), each into its string.
+void read_file_names(const object_reader& object,
+                     std::initializer_list<std::pair<const char*, std::string*>> keys);
+
 // The document (read_top_level.cpp, read_routes.cpp, read_cluster.cpp)
 
 config read_config(const json& document, problem_list& problems);
@@ -132,6 +136,8 @@ std::optional<tracing_config> read_tracing(const object_reader& top);
 
 /// Reads `path` into the route; false when it is missing or invalid (problems reported).
 bool read_route_path(const object_reader& route, route_config& out);
+/// /healthz, /metrics, /debug/actors, /dashboard: served before any route (without `admin`).
+bool is_builtin_path(std::string_view path);
 /// Routes overlap when some request path could match both.
 bool overlap(const route_config& a, const route_config& b);
 bool has_capture(const route_config& route, std::string_view name);
@@ -147,6 +153,8 @@ struct template_scope {
   const std::map<std::string, std::size_t>* sections = nullptr;
   /// The section whose url this is.
   std::optional<std::size_t> self;
+  /// The route has `auth`: only then may the url use `{claim.NAME}`.
+  bool auth = false;
 };
 
 std::string placeholder_text(std::string_view name);
@@ -167,6 +175,17 @@ batch_config read_batch(const object_reader& batch, const route_config& route,
 retry_policy read_retry(const object_reader& parent);
 std::vector<field_path> read_fields(const object_reader& parent);
 std::vector<std::string> read_forward_headers(const object_reader& parent);
+/// False for hop-by-hop headers and Host (lower-case name): those are never sent on.
+bool forwardable_header(std::string_view lower_name);
+
+// ---------------------------------------------------------------------------------------------
+// Who may come in (read_auth.cpp)
+
+/// The route's `auth`; nullopt when absent or (reported) not an object.
+std::optional<auth_config> read_auth(const object_reader& route);
+/// The route's `rate_limit`; nullopt when absent or (reported) invalid. `has_auth`: per claim:
+/// needs the route's auth.
+std::optional<rate_limit_config> read_rate_limit(const object_reader& route, bool has_auth);
 
 // ---------------------------------------------------------------------------------------------
 // Resilience (read_resilience.cpp)

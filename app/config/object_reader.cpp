@@ -106,4 +106,16 @@ std::optional<object_reader> object_reader::read_object(std::string_view key) co
   return std::nullopt;
 }
 
+void read_file_names(const object_reader& object,
+                     std::initializer_list<std::pair<const char*, std::string*>> keys) {
+  for (auto [key, file] : keys) {
+    if (!object.require(key, "a file name"))
+      continue;
+    if (auto name = object.read_string(key, "a non-empty file name"); name && !name->empty())
+      *file = *name;
+    else if (name)
+      object.problem(key, "must be a non-empty file name");
+  }
+}
+
 } // namespace gather::config_reader

@@ -10,7 +10,8 @@ batch_config read_batch(const object_reader& batch, const route_config& route,
                              "deadline_ms", "fields", "forward_headers"});
   batch_config out;
   out.url =
-      read_url(batch, template_scope{route_path_valid ? &route : nullptr, nullptr, std::nullopt});
+      read_url(batch, template_scope{route_path_valid ? &route : nullptr, nullptr, std::nullopt,
+                                     route.auth.has_value()});
   const bool has_item =
       std::any_of(out.url.parts.begin(), out.url.parts.end(),
                   [](const url_part& part) { return part.what == url_part::kind::item; });

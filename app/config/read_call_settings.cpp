@@ -20,6 +20,10 @@ constexpr std::string_view unforwardable_headers[] = {"connection",
 
 } // namespace
 
+bool forwardable_header(std::string_view lower_name) {
+  return !contains(unforwardable_headers, lower_name);
+}
+
 retry_policy read_retry(const object_reader& parent) {
   retry_policy retry;
   if (const auto object = parent.read_object("retry")) {
@@ -73,7 +77,7 @@ std::vector<std::string> read_forward_headers(const object_reader& parent) {
       continue;
     }
     const std::string lower = lower_case(name.get_ref<const std::string&>());
-    if (contains(unforwardable_headers, lower))
+    if (!forwardable_header(lower))
       parent.problems().add(path, in_quotes(lower) + " is never forwarded (hop-by-hop or Host)");
     else if (!contains(headers, lower))
       headers.push_back(lower);

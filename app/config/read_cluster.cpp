@@ -1,4 +1,5 @@
-// Reading the `cluster` object: the other nodes and whether this one serves requests itself.
+// Reading the `cluster` object: the other nodes, whether this one serves requests itself, and
+// the links' TLS and connect timeout.
 
 #include "config_reader.hpp"
 
@@ -39,10 +40,18 @@ std::vector<std::string> read_nodes(const object_reader& cluster) {
 std::optional<cluster_config> read_cluster(const object_reader& top) {
   std::optional<cluster_config> out;
   if (const auto cluster = top.read_object("cluster")) {
-    cluster->reject_unknown_keys({"nodes", "local"});
+    cluster->reject_unknown_keys({"nodes", "local", "tls", "connect_timeout_ms"});
     out.emplace();
     out->nodes = read_nodes(*cluster);
     cluster->read_bool("local", out->local);
+    cluster->read_millis("connect_timeout_ms", 1, 600000, out->connect_timeout);
+    if (const auto tls = cluster->read_object("tls")) {
+      tls->reject_unknown_keys({"cert_file", "key_file", "ca_file"});
+      out->tls.emplace();
+      read_file_names(*tls, {{"cert_file", &out->tls->cert_file},
+                             {"key_file", &out->tls->key_file},
+                             {"ca_file", &out->tls->ca_file}});
+    }
   }
   return out;
 }

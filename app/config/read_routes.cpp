@@ -13,7 +13,7 @@ struct read_route_result {
 };
 
 read_route_result read_route(const object_reader& route) {
-  route.reject_unknown_keys({"path", "deadline_ms", "sections", "batch"});
+  route.reject_unknown_keys({"path", "deadline_ms", "sections", "batch", "auth", "rate_limit"});
   read_route_result result;
   route_config& out = result.route;
   result.path_valid = read_route_path(route, out);
@@ -34,6 +34,9 @@ read_route_result read_route(const object_reader& route) {
   if (has_batch && has_capture(out, "item"))
     route.problem("path",
                   "capture {item} is not allowed in a batch route ({item} is the batch item)");
+  // Before the urls: `{claim.NAME}` and `per: claim:` need to know whether the route has auth.
+  out.auth = read_auth(route);
+  out.rate_limit = read_rate_limit(route, route.find("auth") != nullptr);
   if (has_sections)
     read_sections(route, sections, result.path_valid, out);
   if (const auto batch = route.read_object("batch"))

@@ -9,7 +9,7 @@ namespace gather::config_reader {
 namespace {
 
 /// Names that would be read as `{query.q}`, `{header.h}` or `{item}` in a URL template.
-constexpr std::string_view reserved_section_names[] = {"query", "header", "item"};
+constexpr std::string_view reserved_section_names[] = {"query", "header", "item", "claim"};
 
 /// [a-z][a-z0-9_]*: a section's name.
 bool is_section_name(std::string_view name) {
@@ -57,7 +57,7 @@ void read_section_name(const object_reader& section, std::size_t index,
     section.problem(
         "name",
         in_quotes(*name) +
-            " is reserved: {query.q}, {header.h} and {item} mean something else in URL templates");
+            " is reserved: {query.q}, {header.h}, {claim.c} and {item} mean something else in URL templates");
   else if (const std::size_t first = names.at(*name); first != index)
     section.problem("name", "duplicate section name " + in_quotes(*name) + " (also sections[" +
                                 std::to_string(first) + "])");
@@ -86,7 +86,8 @@ section_config read_section(const object_reader& section, std::size_t index,
   section.reject_unknown_keys({"name", "url", "timeout_ms", "required", "fallback", "fallback_from",
                                "retry", "cache_ttl_ms", "stale_ttl_ms", "fields", "forward_headers",
                                "hedge", "max_concurrent", "circuit"});
-  const template_scope scope{route_path_valid ? &route : nullptr, &names, index};
+  const template_scope scope{route_path_valid ? &route : nullptr, &names, index,
+                             route.auth.has_value()};
   section_config out;
   read_section_name(section, index, names, out);
   out.url = read_url(section, scope);

@@ -1,4 +1,4 @@
-// Reading the document's top-level keys: listen, threads, inbound limits, tls and the sizes.
+// Reading the document's top-level keys: listen, threads, inbound limits, http2, tls and the sizes.
 
 #include "config_reader.hpp"
 
@@ -28,20 +28,47 @@ void read_inbound_limits(const object_reader& top, inbound_limits& out) {
   top.read_millis("keep_alive_idle_ms", 1, 3600000, out.keep_alive_idle);
 }
 
+void read_http2(const object_reader& top, http2_limits& out) {
+  const auto http2 = top.read_object("http2");
+  if (!http2)
+    return;
+  http2->reject_unknown_keys({"max_concurrent_streams", "max_header_list_bytes",
+                              "initial_window_bytes", "max_resets_per_second",
+                              "max_control_frames_per_second", "max_continuation_frames"});
+  http2->read_integer("max_concurrent_streams", 1, 10000, out.max_concurrent_streams);
+  http2->read_integer("max_header_list_bytes", 256, 1048576, out.max_header_list_bytes);
+  // RFC 9113 6.5.2: a window is at most 2^31-1 octets.
+  http2->read_integer("initial_window_bytes", 1, 2147483647, out.initial_window_bytes);
+  http2->read_integer("max_resets_per_second", 1, 100000, out.max_resets_per_second);
+  http2->read_integer("max_control_frames_per_second", 1, 100000, out.max_control_frames_per_second);
+  http2->read_integer("max_continuation_frames", 0, 1000, out.max_continuation_frames);
+}
+
 std::optional<tls_config> read_tls(const object_reader& top) {
   std::optional<tls_config> out;
   if (const auto tls = top.read_object("tls")) {
     tls->reject_unknown_keys({"cert_file", "key_file"});
     out.emplace();
-    for (auto [key, file] :
-         {std::pair{"cert_file", &out->cert_file}, {"key_file", &out->key_file}}) {
-      if (!tls->require(key, "a file name"))
-        continue;
-      if (auto name = tls->read_string(key, "a non-empty file name"); name && !name->empty())
-        *file = *name;
-      else if (name)
-        tls->problem(key, "must be a non-empty file name");
-    }
+    read_file_names(*tls, {{"cert_file", &out->cert_file}, {"key_file", &out->key_file}});
+  }
+  return out;
+}
+
+std::optional<admin_config> read_admin(const object_reader& top, const std::string& listen) {
+  std::optional<admin_config> out;
+  if (const auto admin = top.read_object("admin")) {
+    admin->reject_unknown_keys({"listen"});
+    const std::string expected = "\"host:port\" with a port from 0 to 65535";
+    if (!admin->require("listen", "a string " + expected))
+      return out;
+    const auto at = admin->read_string("listen", "a string " + expected);
+    const auto address = at ? split_host_port(*at) : std::nullopt;
+    if (at && !address)
+      admin->problem("listen", "must be " + expected);
+    else if (address && address->second != 0 && split_host_port(listen) == address)
+      admin->problem("listen", "must differ from the top-level listen (" + listen + ")");
+    else if (address)
+      out.emplace(admin_config{*at});
   }
   return out;
 }
@@ -59,10 +86,12 @@ config read_config(const json& document, problem_list& problems) {
       {"listen", "max_inflight", "max_body_bytes", "max_response_bytes", "cache_max_entries",
        "cache_max_bytes", "routes", "cluster", "io_threads", "max_connections",
        "max_request_line_bytes", "max_header_bytes", "max_headers", "request_timeout_ms",
-       "keep_alive_idle_ms", "tls", "tracing", "$schema", "retry_budget", "deadline_header"});
+       "keep_alive_idle_ms", "http2", "tls", "tracing", "admin", "$schema", "retry_budget",
+       "deadline_header"});
   read_listen(top, out.listen);
   top.read_integer("io_threads", 1, 64, out.io_threads);
   read_inbound_limits(top, out.inbound);
+  read_http2(top, out.http2);
   out.tls = read_tls(top);
   top.read_integer("max_inflight", 1, 1000000, out.max_inflight);
   top.read_integer("max_body_bytes", 1, max_size_bytes, out.max_body_bytes);
@@ -71,6 +100,19 @@ config read_config(const json& document, problem_list& problems) {
   top.read_integer("cache_max_bytes", 1024, 68719476736, out.cache_max_bytes);
   out.routes = read_routes(top);
   out.cluster = read_cluster(top);
+  out.admin = read_admin(top, out.listen);
+  // Without `admin` the operations paths take precedence on `listen`: a route there is dead.
+  const json* routes = document.contains("routes") ? &document["routes"] : nullptr;
+  for (std::size_t i = 0; !out.admin && routes && routes->is_array() && i < routes->size(); ++i) {
+    const json& route = (*routes)[i];
+    if (!route.is_object() || !route.contains("path") || !route["path"].is_string())
+      continue;
+    const auto& path = route["path"].get_ref<const std::string&>();
+    if (path != "/healthz" && is_builtin_path(path))
+      problems.add("routes[" + std::to_string(i) + "].path",
+                   in_quotes(path) + " is a built-in endpoint, which takes precedence over routes "
+                                     "(unless admin.listen moves it to its own listener)");
+  }
   read_retry_budget(top, out.retry_budget);
   read_deadline_header(top, out.deadline_header);
   out.tracing = read_tracing(top);

@@ -35,6 +35,11 @@ std::variant<url_part, std::string> parse_placeholder(std::string_view name,
       return shown + ": " + in_quotes(rest) + " is not a header name";
     return url_part{kind::header, lower_case(rest), {}, 0};
   }
+  if (head == "claim") {
+    if (!scope.auth)
+      return shown + ": {claim.NAME} needs \"auth\" on the route (no token, no claims)";
+    return url_part{kind::claim, rest, {}, 0};
+  }
   if (!scope.sections)
     return shown + ": a batch url cannot refer to sections";
   const auto section = scope.sections->find(head);

@@ -13,7 +13,18 @@ nlohmann::json json_of(const std::optional<tls_config>& tls) {
 nlohmann::json json_of(const std::optional<cluster_config>& cluster) {
   if (!cluster)
     return nullptr;
-  return {{"nodes", cluster->nodes}, {"local", cluster->local}};
+  nlohmann::json out = {{"nodes", cluster->nodes}, {"local", cluster->local},
+                        {"connect_timeout_ms", cluster->connect_timeout.count()}};
+  if (cluster->tls)
+    out["tls"] = {{"cert_file", cluster->tls->cert_file}, {"key_file", cluster->tls->key_file},
+                  {"ca_file", cluster->tls->ca_file}};
+  return out;
+}
+
+nlohmann::json json_of(const std::optional<admin_config>& admin) {
+  if (!admin)
+    return nullptr;
+  return {{"listen", admin->listen}};
 }
 
 nlohmann::json json_of(const std::optional<tracing_config>& tracing) {
@@ -40,6 +51,7 @@ std::vector<restart_only_change> restart_only_changes(const config& running, con
   compare(changes, "io_threads", running.io_threads, next.io_threads);
   compare(changes, "tls", json_of(running.tls), json_of(next.tls));
   compare(changes, "cluster", json_of(running.cluster), json_of(next.cluster));
+  compare(changes, "admin", json_of(running.admin), json_of(next.admin));
   // The span exporter is made once, at start (its queue and timer live on a loop).
   compare(changes, "tracing", json_of(running.tracing), json_of(next.tracing));
   return changes;
@@ -50,6 +62,7 @@ void keep_restart_only(const config& running, config& next) {
   next.io_threads = running.io_threads;
   next.tls = running.tls;
   next.cluster = running.cluster;
+  next.admin = running.admin;
   next.tracing = running.tracing;
 }
 

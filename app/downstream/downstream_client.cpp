@@ -444,4 +444,13 @@ std::size_t downstream_client::inflight() const { return impl_->inflight.load();
 
 std::size_t downstream_client::queued() const { return impl_->queued.load(); }
 
+std::optional<std::string> url_origin(const std::string& url) {
+  auto where = split_url(url);
+  if (!where)
+    return std::nullopt;
+  for (auto& c : where->key) // host names compare in any case
+    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return where->key;
+}
+
 } // namespace gather

@@ -3,6 +3,10 @@
 #include <algorithm>
 #include <strings.h>
 
+#include <nlohmann/json.hpp>
+
+#include "gather/config/url_template.hpp"
+
 namespace gather {
 
 std::optional<std::string> inbound_value(const url_part& part, const inbound_request& in) {
@@ -18,6 +22,12 @@ std::optional<std::string> inbound_value(const url_part& part, const inbound_req
       return in.query_value(part.text);
     case url_part::kind::header:
       return in.header_value(part.text);
+    case url_part::kind::claim: {
+      if (!in.claims)
+        return std::string{};
+      const auto claim = in.claims->find(part.text);
+      return claim == in.claims->end() ? std::string{} : scalar_text(*claim).value_or("");
+    }
     case url_part::kind::section:
     case url_part::kind::item:
       break;
@@ -45,13 +55,22 @@ std::vector<std::string> downstream_headers(const std::vector<std::string>& forw
   if (in.trace.started())
     headers.push_back("traceparent: " + format_traceparent(in.trace.trace_id, in.trace.span_id,
                                                            in.trace.sampled));
-  for (const auto& name : forward_headers) {
+  for (const auto& name : forwarded_names(forward_headers, in)) {
     if (name == "traceparent")
       continue;
     for (auto [it, end] = in.headers.equal_range(name); it != end; ++it)
       headers.push_back(name + ": " + field_value(it->second));
   }
   return headers;
+}
+
+std::vector<std::string> forwarded_names(const std::vector<std::string>& forward_headers,
+                                         const inbound_request& in) {
+  std::vector<std::string> names = forward_headers;
+  for (const auto& name : in.claim_headers)
+    if (std::find(names.begin(), names.end(), name) == names.end())
+      names.push_back(name);
+  return names;
 }
 
 void drop_header(std::vector<std::string>& headers, const std::string& name) {

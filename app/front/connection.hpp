@@ -47,28 +47,32 @@ struct front_shared {
 class connection_base {
 public:
   virtual ~connection_base() = default;
-  virtual void on_reply(http_reply reply) = 0;
+  /// The answer to the request on `stream` (HTTP/2's stream id; 0 in HTTP/1.1).
+  virtual void on_reply(std::int32_t stream, http_reply reply) = 0;
   /// The server stops: close when idle, else after the answer in progress.
   virtual void drain() = 0;
   virtual void force_close() = 0;
 };
 
-/// The front's side of reply_sink: posts the answer to the connection's loop.
+/// The front's side of reply_sink: posts the answer to the connection's loop (for the request on
+/// `stream`, an HTTP/2 stream id or 0).
 class connection_sink final : public reply_sink {
 public:
-  connection_sink(boost::asio::any_io_executor loop, std::weak_ptr<connection_base> conn)
-    : loop_(loop), conn_(std::move(conn)) {}
+  connection_sink(boost::asio::any_io_executor loop, std::weak_ptr<connection_base> conn,
+                  std::int32_t stream = 0)
+    : loop_(loop), conn_(std::move(conn)), stream_(stream) {}
 
   void deliver(http_reply reply) override {
-    boost::asio::post(loop_, [conn = conn_, reply = std::move(reply)]() mutable {
+    boost::asio::post(loop_, [conn = conn_, stream = stream_, reply = std::move(reply)]() mutable {
       if (auto live = conn.lock())
-        live->on_reply(std::move(reply));
+        live->on_reply(stream, std::move(reply));
     });
   }
 
 private:
   boost::asio::any_io_executor loop_;
   std::weak_ptr<connection_base> conn_;
+  std::int32_t stream_;
 };
 
 template <class Stream>
@@ -96,23 +100,35 @@ public:
       on_close_(this);
   }
 
-  void start() {
+  /// `already_read`: the first bytes, read while the protocol was chosen. `handshaken`: the TLS
+  /// handshake is done.
+  void start(std::string_view already_read = {}, bool handshaken = false) {
     error_code ignored;
+    const auto remote = boost::beast::get_lowest_layer(stream_).remote_endpoint(ignored);
+    peer_ = ignored ? std::string{} : remote.address().to_string();
+    ignored = {};
     boost::beast::get_lowest_layer(stream_).set_option(boost::asio::ip::tcp::no_delay(true), ignored);
-    if constexpr (is_tls) {
-      set_deadline(clock::now() + limits().request_timeout, why::handshake);
-      stream_.async_handshake(boost::asio::ssl::stream_base::server,
-                              [self = this->shared_from_this()](const error_code& ec) {
-                                if (ec)
-                                  return self->close();
-                                self->begin_request();
-                              });
-    } else {
-      begin_request();
+    if (!already_read.empty()) {
+      const auto n = boost::asio::buffer_copy(buffer_.prepare(already_read.size()),
+                                              boost::asio::buffer(already_read));
+      buffer_.commit(n);
     }
+    if constexpr (is_tls) {
+      if (!handshaken) {
+        set_deadline(clock::now() + limits().request_timeout, why::handshake);
+        stream_.async_handshake(boost::asio::ssl::stream_base::server,
+                                [self = this->shared_from_this()](const error_code& ec) {
+                                  if (ec)
+                                    return self->close();
+                                  self->begin_request();
+                                });
+        return;
+      }
+    }
+    begin_request();
   }
 
-  void on_reply(http_reply reply) override {
+  void on_reply(std::int32_t, http_reply reply) override {
     auto hold = std::move(hold_);
     if (state_ != phase::waiting || closed_)
       return;
@@ -197,10 +213,12 @@ private:
   /// The head is complete. True: read the body (a batch POST the head's checks admit).
   bool on_head() {
     auto& head = parser_->head();
+    head.peer = peer_;
+    count_proto(head.version);
     request_id_ = request_id_for(head);
     keep_alive_ = parser_->keep_alive();
     const bool body_follows = !parser_->is_done();
-    if (body_follows && request_dispatch::may_read_body(head)) {
+    if (body_follows && shared_.dispatch.may_read_body(*serving_, head)) {
       admitting_.emplace(*serving_, head, request_id_, shared_.stats);
       if (auto refused = shared_.dispatch.admit_head(*admitting_, clock::now())) {
         close_after_ = true; // refused on the head: the body stays unread
@@ -227,6 +245,7 @@ private:
     admitting_.reset();
     const auto why = parser_->refusal_for(ec);
     auto& head = parser_->head();
+    count_proto(head.target.empty() ? 11 : head.version);
     request_id_ = head.target.empty() ? request_id_for(request_head{}) : request_id_for(head);
     keep_alive_ = false;
     close_after_ = true;
@@ -258,6 +277,14 @@ private:
     hold_ = this->shared_from_this(); // until the answer comes or the connection closes
     set_deadline(started_->deadline, why::deadline);
     read(); // watches for a client that hangs up; reads ahead a pipelined request
+  }
+
+  /// gather_connections_total{proto}: a connection counts once, by its first request.
+  void count_proto(int version) {
+    if (proto_counted_)
+      return;
+    proto_counted_ = true;
+    shared_.stats.count_connection(version == 10 ? inbound_proto::http10 : inbound_proto::http11);
   }
 
   // ---- reading bytes -------------------------------------------------------------------------
@@ -456,6 +483,7 @@ private:
   };
 
   Stream stream_;
+  std::string peer_; ///< the client's address, for rate limits per ip
   front_shared& shared_;
   /// The generation of the request being read or served (of the last one, between requests).
   std::shared_ptr<const serving_config> serving_;
@@ -474,6 +502,7 @@ private:
   bool keep_alive_ = true;
   bool close_after_ = false;
   bool head_only_ = false;
+  bool proto_counted_ = false;
   int version_ = 11;
   std::string request_id_;
   clock::time_point arrived_;

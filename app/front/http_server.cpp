@@ -10,6 +10,8 @@
 #include <boost/asio/ssl/stream.hpp>
 
 #include "connection.hpp"
+#include "h2_connection.hpp"
+#include "protocol_select.hpp"
 #include "gather/front/tls_context.hpp"
 #include "gather/ops/request_log.hpp"
 
@@ -45,8 +47,11 @@ struct http_server::impl {
   std::condition_variable all_closed;
   bool stopped = false;
 
-  impl(const serving_config_slot& s, gateway_stats& stats, io_loops& l, request_dispatch& dispatch)
-    : serving(s), accepting(s.current()), loops(l), shared{s, dispatch, stats}, open(l.size()) {
+  const listener_role role;
+
+  impl(const serving_config_slot& s, gateway_stats& stats, io_loops& l, request_dispatch& dispatch,
+       listener_role r)
+    : serving(s), accepting(s.current()), loops(l), shared{s, dispatch, stats}, open(l.size()), role(r) {
   }
 
   std::size_t loop_index(asio::io_context& loop) const {
@@ -96,20 +101,38 @@ struct http_server::impl {
     stats.connections.fetch_add(1, std::memory_order_relaxed);
     const std::size_t index = loop_index(loop);
     asio::post(loop, [this, index, gen = accepting, socket = std::move(socket)]() mutable {
-      auto on_close = [this, index](connection_base* conn) { closed(index, conn); };
-      std::shared_ptr<connection_base> conn;
-      if (tls) {
-        auto c = std::make_shared<connection<asio::ssl::stream<tcp::socket>>>(
-          shared, std::move(gen), on_close, std::move(socket), *tls);
+      const auto& limits = gen->cfg.inbound;
+      if (tls)
+        select<asio::ssl::stream<tcp::socket>>(index, gen, limits.request_timeout, std::move(socket), *tls);
+      else // the first bytes of a plain connection may take as long as an idle one's next request
+        select<tcp::socket>(index, gen, limits.keep_alive_idle, std::move(socket));
+    });
+  }
+
+  /// Runs on the connection's loop: learns the protocol (protocol_select), then hands the stream
+  /// to an HTTP/2 or an HTTP/1.1 connection, which takes the selector's place among the open ones.
+  template <class Stream, class... StreamArgs>
+  void select(std::size_t index, std::shared_ptr<const serving_config> gen, millis wait,
+              StreamArgs&&... args) {
+    auto on_close = [this, index](connection_base* conn) { closed(index, conn); };
+    auto on_chosen = [this, index, gen, on_close](protocol_select<Stream>* selector, Stream&& stream,
+                                                  std::string already_read, bool h2) {
+      open[index].erase(selector);
+      if (h2) {
+        auto c = std::make_shared<h2_connection<Stream>>(shared, gen, on_close, std::move(stream),
+                                                         std::move(already_read));
         open[index].insert(c.get());
         c->start();
       } else {
-        auto c = std::make_shared<connection<tcp::socket>>(shared, std::move(gen), on_close,
-                                                           std::move(socket));
+        auto c = std::make_shared<connection<Stream>>(shared, gen, on_close, std::move(stream));
         open[index].insert(c.get());
-        c->start();
+        c->start(already_read, true);
       }
-    });
+    };
+    auto selector = std::make_shared<protocol_select<Stream>>(wait, on_close, std::move(on_chosen),
+                                                              std::forward<StreamArgs>(args)...);
+    open[index].insert(selector.get());
+    selector->start();
   }
 
   void closed(std::size_t index, connection_base* conn) {
@@ -137,8 +160,8 @@ struct http_server::impl {
 };
 
 http_server::http_server(const serving_config_slot& serving, gateway_stats& stats, io_loops& loops,
-                         request_dispatch& dispatch)
-  : impl_(std::make_unique<impl>(serving, stats, loops, dispatch)) {
+                         request_dispatch& dispatch, listener_role role)
+  : impl_(std::make_unique<impl>(serving, stats, loops, dispatch, role)) {
 }
 
 http_server::~http_server() {
@@ -148,7 +171,7 @@ http_server::~http_server() {
 int http_server::start(const std::string& host, int port) {
   auto& im = *impl_;
   const auto& cfg = im.accepting->cfg; // tls is restart-only: every generation has the first's
-  if (cfg.tls)
+  if (cfg.tls && im.role == listener_role::main)
     im.tls = make_tls_context(*cfg.tls);
   auto& loop = im.loops.loop(0);
   boost::system::error_code ec;

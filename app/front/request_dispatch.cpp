@@ -1,5 +1,7 @@
 #include "gather/front/request_dispatch.hpp"
 
+#include "gather/admission/gates.hpp"
+
 #include <caf/all.hpp>
 
 #include "gather/values/atoms.hpp"
@@ -28,14 +30,15 @@ int status_for(parse_refusal why) {
 } // namespace
 
 request_dispatch::request_dispatch(gateway_stats& stats, caf::actor_system& system,
-                                   section_runtime runtime)
-  : stats_(stats), system_(system), runtime_(std::move(runtime)) {
+                                   section_runtime runtime, listener_role role)
+  : stats_(stats), system_(system), runtime_(std::move(runtime)), role_(role) {
   runtime_.serving.reset();
   runtime_.counters = nullptr;
 }
 
-bool request_dispatch::may_read_body(const request_head& head) {
-  return head.method == "POST" && !is_ops_path(head.path());
+bool request_dispatch::may_read_body(const serving_config& serving, const request_head& head) const {
+  return head.method == "POST" && role_ == listener_role::main &&
+         !is_ops_path(head.path(), serving.cfg, role_);
 }
 
 request_record request_dispatch::record_of(const serving_config& serving, const request_head& head,
@@ -52,6 +55,8 @@ request_record request_dispatch::record_of(const serving_config& serving, const 
                         routes.size()};
   if (route < routes.size())
     record.set_route(route, routes[route].path);
+  record.set_proto(head.version == 20 ? inbound_proto::h2
+                   : head.version == 10 ? inbound_proto::http10 : inbound_proto::http11);
   return record;
 }
 
@@ -91,11 +96,13 @@ request_dispatch::serve(const std::shared_ptr<const serving_config>& serving, ad
   const auto& cfg = serving->cfg;
   const auto& head = request.head;
   const auto path = head.path();
-  if (is_ops_path(path))
+  if (is_ops_path(path, cfg, role_))
     return serve_ops(head.method, path, request.request_id,
                      ops_sources{cfg, stats_, system_, *runtime_.client, serving->counters,
                                  *runtime_.inflight, *runtime_.cache, runtime_.nodes,
                                  runtime_.spans});
+  if (role_ == listener_role::admin) // no route is served here, whatever its path
+    return error_reply(404, "no_route", request.request_id);
   auto record = record_of(*serving, head, request.request_id, request.route_index(), arrived);
   request.body = &body;
   if (auto refused = admit(request)) {
@@ -106,6 +113,8 @@ request_dispatch::serve(const std::shared_ptr<const serving_config>& serving, ad
   const auto route_index = request.route_index();
   auto inbound = inbound_of(head, std::move(request.match->captures), request.request_id, arrived,
                             record.trace());
+  if (const auto& auth = cfg.routes[route_index].auth)
+    set_claims(inbound, auth->jwt, std::move(request.claims));
   sink->record() = std::move(record); // from here on, whoever claims the sink finishes it
   caf::actor coordinator_actor;
   steady_time deadline;

@@ -37,11 +37,25 @@ void load(ssl::context& ctx, const tls_config& tls, std::vector<std::string>& pr
     problems.push_back("tls.key_file: does not belong to the certificate in tls.cert_file");
 }
 
+/// ALPN (RFC 7301): h2 when the client offers it, else http/1.1; a client offering neither goes
+/// on without ALPN (and is served HTTP/1.1).
+int select_protocol(SSL*, const unsigned char** out, unsigned char* out_size, const unsigned char* offered,
+                    unsigned int offered_size, void*) {
+  static const unsigned char ours[] = "\x02h2\x08http/1.1";
+  unsigned char* chosen = nullptr;
+  if (SSL_select_next_proto(&chosen, out_size, ours, sizeof(ours) - 1, offered, offered_size) !=
+      OPENSSL_NPN_NEGOTIATED)
+    return SSL_TLSEXT_ERR_NOACK;
+  *out = chosen;
+  return SSL_TLSEXT_ERR_OK;
+}
+
 std::unique_ptr<ssl::context> new_context() {
   auto ctx = std::make_unique<ssl::context>(ssl::context::tls_server);
   ctx->set_options(ssl::context::default_workarounds | ssl::context::no_sslv2 |
                    ssl::context::no_sslv3 | ssl::context::no_tlsv1 | ssl::context::no_tlsv1_1 |
                    ssl::context::single_dh_use);
+  SSL_CTX_set_alpn_select_cb(ctx->native_handle(), select_protocol, nullptr);
   return ctx;
 }
 

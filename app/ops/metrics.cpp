@@ -74,6 +74,8 @@ struct metrics::route_series {
   std::vector<std::unique_ptr<section_series>> sections;
   std::vector<std::string> section_names;  ///< what a reload finds a section by
   std::vector<std::string> section_labels; ///< `route="...",section="..."`
+  std::array<std::atomic<std::uint64_t>, 5> auth{}; ///< by auth_result
+  std::atomic<std::uint64_t> rate_limited{0};
 };
 
 void latency_histogram::observe(std::chrono::microseconds d) {
@@ -200,6 +202,14 @@ void metrics::circuit_moved(std::size_t route, std::size_t section, circuit_brea
   add(series.transitions[slot]);
 }
 
+void metrics::auth(std::size_t route, auth_result result) {
+  add(routes_[std::min(route, routes_.size() - 1)].series->auth[static_cast<std::size_t>(result)]);
+}
+
+void metrics::rate_limited(std::size_t route) {
+  add(routes_[std::min(route, routes_.size() - 1)].series->rate_limited);
+}
+
 std::string metrics::exposition(const process_figures& process) const {
   std::string out;
   out.reserve(16384);
@@ -249,6 +259,19 @@ std::string metrics::exposition(const process_figures& process) const {
         sample(out, "gather_cache_events_total",
                r->section_labels[s] + ",event=\"" + cache_event_names[e] + "\"",
                r->sections[s]->cache[e].load(std::memory_order_relaxed));
+
+  // docs/security.md: who came in. Only routes that counted some (routes without auth or
+  // rate_limit never do).
+  header(out, "gather_auth_total", "counter", "Bearer-token checks, by result: ok, missing, invalid, expired, forbidden.");
+  static constexpr const char* auth_results[] = {"ok", "missing", "invalid", "expired", "forbidden"};
+  for (const auto& r : all)
+    for (std::size_t i = 0; i < r->auth.size(); ++i)
+      if (auto n = r->auth[i].load(std::memory_order_relaxed))
+        sample(out, "gather_auth_total", with_label(r->label, "result", auth_results[i]), n);
+  header(out, "gather_rate_limited_total", "counter", "Requests refused 429 by the route's rate limit.");
+  for (const auto& r : all)
+    if (auto n = r->rate_limited.load(std::memory_order_relaxed))
+      sample(out, "gather_rate_limited_total", r->label, n);
 
   // docs/resilience.md: hedges, rejections, the retry budget and circuits, for every section.
   header(out, "gather_hedges_total", "counter",
@@ -304,6 +327,16 @@ std::string metrics::exposition(const process_figures& process) const {
   header(out, "gather_config_reloads_total", "counter", "Configuration reloads (SIGHUP), by result.");
   sample(out, "gather_config_reloads_total", "result=\"ok\"", process.config_reloads_ok);
   sample(out, "gather_config_reloads_total", "result=\"invalid\"", process.config_reloads_invalid);
+  header(out, "gather_connections_total", "counter",
+         "Inbound connections by the protocol they spoke (counted at their first request).");
+  for (std::size_t p = 0; p < process.connections_by_proto.size(); ++p)
+    sample(out, "gather_connections_total", std::string{"proto=\""} + inbound_proto_names[p] + "\"",
+           process.connections_by_proto[p]);
+  header(out, "gather_http2_abuse_total", "counter",
+         "HTTP/2 connections ended with GOAWAY for their behaviour, by the bound crossed.");
+  for (std::size_t r = 1; r < process.h2_abuse.size(); ++r) // 0 is none
+    sample(out, "gather_http2_abuse_total", std::string{"reason=\""} + h2_abuse_names[r] + "\"",
+           process.h2_abuse[r]);
   return out;
 }
 

@@ -52,6 +52,10 @@ http_reply metrics_text(const ops_sources& src) {
   }
   process.config_reloads_ok = src.stats.config_reloads_ok.load();
   process.config_reloads_invalid = src.stats.config_reloads_invalid.load();
+  for (std::size_t i = 0; i < process.connections_by_proto.size(); ++i)
+    process.connections_by_proto[i] = src.stats.connections_by_proto[i].load();
+  for (std::size_t i = 0; i < process.h2_abuse.size(); ++i)
+    process.h2_abuse[i] = src.stats.h2_abuse[i].load();
   http_reply reply;
   reply.content_type = "text/plain; version=0.0.4";
   reply.body = src.counters.exposition(process);
@@ -83,6 +87,8 @@ http_reply debug_actors(const ops_sources& src) {
                               {"io_threads", src.cfg.io_threads},
                               {"connections", src.stats.connections.load()},
                               {"connections_refused", src.stats.connections_refused.load()},
+                              {"h2_connections", src.stats.h2_connections.load()},
+                              {"h2_streams", src.stats.h2_streams.load()},
                               {"coordinators", src.stats.coordinators.load()},
                               {"workers", src.stats.workers.load()},
                               {"inflight_requests", src.stats.inflight.load()},
@@ -111,8 +117,12 @@ http_reply dashboard(const std::string& /*request_id*/) {
 
 } // namespace
 
-bool is_ops_path(const std::string& path) {
-  return path == "/healthz" || path == "/metrics" || path == "/debug/actors" || path == "/dashboard";
+bool is_ops_path(const std::string& path, const config& cfg, listener_role role) {
+  if (path == "/healthz")
+    return true;
+  if (cfg.admin && role == listener_role::main)
+    return false;
+  return path == "/metrics" || path == "/debug/actors" || path == "/dashboard";
 }
 
 http_reply serve_ops(const std::string& method, const std::string& path, const std::string& request_id,

@@ -21,11 +21,13 @@ double unix_seconds() {
 }
 
 nlohmann::json base_record(const std::string& request_id, const std::string& route, int status,
-                           std::int64_t ms, const std::string& trace_id) {
+                           std::int64_t ms, const std::string& trace_id, const char* proto) {
   nlohmann::json record = {{"ts", unix_seconds()}, {"request_id", request_id}, {"route", route},
                            {"status", status},     {"ms", ms}};
   if (!trace_id.empty())
     record["trace_id"] = trace_id;
+  if (proto)
+    record["proto"] = proto;
   return record;
 }
 
@@ -45,8 +47,8 @@ void write_log_line(std::string json_line) {
 
 void log_request(const std::string& request_id, const std::string& trace_id, const std::string& route,
                  int status, std::int64_t ms, const std::vector<section_config>& sections,
-                 const std::vector<section_outcome>& outcomes) {
-  auto record = base_record(request_id, route, status, ms, trace_id);
+                 const std::vector<section_outcome>& outcomes, const char* proto) {
+  auto record = base_record(request_id, route, status, ms, trace_id, proto);
   auto& parts = record["sections"] = nlohmann::json::object();
   for (std::size_t i = 0; i < sections.size(); ++i) {
     const auto& o = outcomes[i];
@@ -70,8 +72,8 @@ void log_request(const std::string& request_id, const std::string& trace_id, con
 
 void log_batch_request(const std::string& request_id, const std::string& trace_id,
                        const std::string& route, int status, std::int64_t ms, const batch_plan& plan,
-                       const std::vector<section_outcome>& calls) {
-  auto record = base_record(request_id, route, status, ms, trace_id);
+                       const std::vector<section_outcome>& calls, const char* proto) {
+  auto record = base_record(request_id, route, status, ms, trace_id, proto);
   const auto counts = count_rows(plan, calls);
   std::int64_t attempts = 0;
   std::size_t not_started = 0;
@@ -112,8 +114,9 @@ void log_batch_request(const std::string& request_id, const std::string& trace_i
 }
 
 void log_request(const std::string& request_id, const std::string& route, int status,
-                 std::int64_t ms, const std::string& detail, const std::string& trace_id) {
-  auto record = base_record(request_id, route, status, ms, trace_id);
+                 std::int64_t ms, const std::string& detail, const std::string& trace_id,
+                 const char* proto) {
+  auto record = base_record(request_id, route, status, ms, trace_id, proto);
   if (!detail.empty())
     record["detail"] = detail;
   emit(record);

@@ -23,6 +23,8 @@ public:
   /// running: they start with the gateway, since the actors live on them).
   /// Returns the bound port. Throws std::runtime_error when it cannot bind.
   int start(const std::string& listen = {});
+  /// The operations listener's bound port after start(); 0 without `admin`.
+  int admin_port() const;
   /// Stops accepting, lets requests in flight finish (each by its deadline), joins.
   void stop();
 

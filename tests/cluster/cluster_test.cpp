@@ -22,10 +22,10 @@ namespace {
 
 const std::string binary = GATHER_BINARY;
 
-/// A `gather node` child process on 127.0.0.1 (port 0: any).
+/// A `gather node` child process on 127.0.0.1 (port 0: any), allowed to call any origin.
 struct node_process {
   explicit node_process(int port = 0)
-    : child(binary, {"node", "--listen", "127.0.0.1:" + std::to_string(port)}) {
+    : child(binary, {"node", "--listen", "127.0.0.1:" + std::to_string(port), "--allow-any"}) {
     auto line = child.wait_for_line("listening on");
     REQUIRE(line);
     std::smatch m;

@@ -903,6 +903,31 @@ TEST_CASE("config: the inbound limits have ranges and defaults", "[unit][front][
   CHECK(cfg.inbound.request_timeout == std::chrono::milliseconds{1500});
 }
 
+TEST_CASE("config: http2 limits have ranges and defaults, by JSON path", "[unit][front][config][h2]") {
+  require_problem(with_top("http2", {{"max_concurrent_streams", 0}}),
+                  "http2.max_concurrent_streams: must be an integer from 1 to 10000");
+  require_problem(with_top("http2", {{"max_header_list_bytes", 100}}),
+                  "http2.max_header_list_bytes: must be an integer from 256");
+  require_problem(with_top("http2", {{"initial_window_bytes", 2147483648LL}}),
+                  "http2.initial_window_bytes: must be an integer from 1 to 2147483647");
+  require_problem(with_top("http2", {{"max_resets_per_second", "100"}}),
+                  "http2.max_resets_per_second: must be an integer from 1");
+  require_problem(with_top("http2", {{"max_pings", 3}}), "http2.max_pings: unknown key");
+  require_problem(with_top("http2", 5), "http2: must be an object");
+
+  const auto defaults = require_valid(minimal()).http2;
+  CHECK(defaults.max_concurrent_streams == 100);
+  CHECK(defaults.max_header_list_bytes == 32768);
+  CHECK(defaults.initial_window_bytes == 65535);
+  CHECK(defaults.max_resets_per_second == 100);
+  CHECK(defaults.max_control_frames_per_second == 100);
+  CHECK(defaults.max_continuation_frames == 8);
+  const auto set = require_valid(with_top("http2", {{"max_concurrent_streams", 7}, {"max_continuation_frames", 0}})).http2;
+  CHECK(set.max_concurrent_streams == 7);
+  CHECK(set.max_continuation_frames == 0);
+  CHECK(set.max_header_list_bytes == 32768);
+}
+
 TEST_CASE("config: tls needs both files and no other key", "[unit][front][config]") {
   require_problem(with_top("tls", {{"cert_file", "c.pem"}}), "tls.key_file: is required");
   require_problem(with_top("tls", {{"key_file", "k.pem"}}), "tls.cert_file: is required");

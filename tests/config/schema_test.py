@@ -24,6 +24,7 @@ What it checks:
 """
 
 import argparse
+import base64
 import concurrent.futures
 import copy
 import glob
@@ -83,6 +84,15 @@ def setUpModule():
         cwd=WORK_DIR, capture_output=True, text=True)
     if made.returncode != 0:
         raise RuntimeError("openssl req failed: " + made.stderr)
+    # jwks.json for the examples' auth.jwt.jwks_file: an Ed25519 key's JWK (its raw public key is
+    # the last 32 bytes of the DER SubjectPublicKeyInfo).
+    made = subprocess.run("openssl genpkey -algorithm ed25519 | openssl pkey -pubout -outform DER",
+                          shell=True, cwd=WORK_DIR, capture_output=True)
+    if made.returncode != 0:
+        raise RuntimeError("openssl genpkey failed: " + made.stderr.decode())
+    x = base64.urlsafe_b64encode(made.stdout[-32:]).decode().rstrip("=")
+    with open(os.path.join(WORK_DIR, "jwks.json"), "w", encoding="utf-8") as f:
+        json.dump({"keys": [{"kty": "OKP", "crv": "Ed25519", "x": x, "kid": "k1"}]}, f)
 
 
 def tearDownModule():

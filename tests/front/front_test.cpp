@@ -37,6 +37,7 @@
 #include "support/gateway_fixture.hpp"
 #include "support/raw_client.hpp"
 #include "support/test_server.hpp"
+#include "support/tls_files.hpp"
 
 using namespace gather::test;
 using nlohmann::json;
@@ -345,55 +346,6 @@ std::optional<json> debug_actors(raw_connection& conn) {
 }
 
 // ---- TLS files ----------------------------------------------------------------------------------
-
-/// The full path of `name` on $PATH, or "" when it is not there.
-std::string find_program(const std::string& name) {
-  const char* path = std::getenv("PATH");
-  std::stringstream dirs{path ? path : "/usr/bin:/bin"};
-  std::string dir;
-  while (std::getline(dirs, dir, ':'))
-    if (!dir.empty() && ::access((dir + "/" + name).c_str(), X_OK) == 0)
-      return dir + "/" + name;
-  return {};
-}
-
-/// A self-signed certificate for 127.0.0.1 with its key, and a second key that is not its own,
-/// made once per test run with the openssl command in a temporary directory (removed at exit).
-struct tls_files {
-  std::string dir, cert, key, other_key;
-
-  static const tls_files& get() {
-    static tls_files files;
-    return files;
-  }
-
-private:
-  tls_files() {
-    const std::string openssl = find_program("openssl");
-    if (openssl.empty())
-      throw std::runtime_error("the openssl command is not on PATH");
-    std::string pattern = (std::filesystem::temp_directory_path() / "gather-front-tls-XXXXXX").string();
-    if (!::mkdtemp(pattern.data()))
-      throw std::runtime_error("mkdtemp failed");
-    dir = pattern;
-    cert = dir + "/cert.pem";
-    key = dir + "/key.pem";
-    other_key = dir + "/other-key.pem";
-    auto made = run(openssl, {"req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out",
-                              cert, "-days", "1", "-subj", "/CN=127.0.0.1", "-addext",
-                              "subjectAltName=IP:127.0.0.1"});
-    if (made.code != 0)
-      throw std::runtime_error("openssl req failed: " + made.err);
-    auto other = run(openssl, {"genpkey", "-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:2048",
-                               "-out", other_key});
-    if (other.code != 0)
-      throw std::runtime_error("openssl genpkey failed: " + other.err);
-  }
-  ~tls_files() {
-    std::error_code ignored;
-    std::filesystem::remove_all(dir, ignored);
-  }
-};
 
 /// An HTTPS client that trusts the test certificate (and checks the host name against it).
 std::unique_ptr<httplib::SSLClient> https_client(int port) {

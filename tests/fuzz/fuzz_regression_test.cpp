@@ -15,6 +15,8 @@
 extern "C" int gather_fuzz_config(const std::uint8_t* data, std::size_t size);
 extern "C" int gather_fuzz_answer(const std::uint8_t* data, std::size_t size);
 extern "C" int gather_fuzz_batch_body(const std::uint8_t* data, std::size_t size);
+extern "C" int gather_fuzz_jwt(const std::uint8_t* data, std::size_t size);
+extern "C" int gather_fuzz_rate_key(const std::uint8_t* data, std::size_t size);
 extern "C" int gather_fuzz_request(const std::uint8_t* data, std::size_t size);
 extern "C" int gather_fuzz_response(const std::uint8_t* data, std::size_t size);
 extern "C" int gather_fuzz_url_split(const std::uint8_t* data, std::size_t size);
@@ -57,6 +59,8 @@ TEST_CASE("fuzz corpora replay through the fuzz targets' checks", "[unit][fuzz]"
   CHECK(replay("config", gather_fuzz_config) > 0);
   CHECK(replay("answer", gather_fuzz_answer) > 0);
   CHECK(replay("batch_body", gather_fuzz_batch_body) > 0);
+  CHECK(replay("jwt", gather_fuzz_jwt) > 0);
+  CHECK(replay("rate_key", gather_fuzz_rate_key) > 0);
   CHECK(replay("request", gather_fuzz_request) > 0);
   CHECK(replay("response", gather_fuzz_response) > 0);
   CHECK(replay("url_split", gather_fuzz_url_split) > 0);

@@ -91,9 +91,27 @@ start_gateway() { # start_gateway <config> <name>: starts it on 127.0.0.1:0, set
   done
   fail "gateway $2 printed no 'listening on' line in 20 s"
 }
-start_gateway /etc/gather/gather.json a
+# The example's admin listener (/metrics, /debug/actors, /dashboard) is on 127.0.0.1:9901: each
+# gateway here gets a free port for it instead, printed as "admin listening on http://H:P".
+grep -q '"admin": {"listen": "127.0.0.1:9901"}' /etc/gather/gather.json || fail "the example has no admin listener"
+sed 's|"127.0.0.1:9901"|"127.0.0.1:0"|' /etc/gather/gather.json >"$work/a.json"
+start_gateway "$work/a.json" a
 port_a=$port
-sed "s|http://127.0.0.1:8080/healthz|http://127.0.0.1:$port_a/healthz|" /etc/gather/gather.json >"$work/b.json"
+admin_a=""
+for ((i = 0; i < 100; i++)); do # its second line follows the first at once
+  admin_a=$(sed -n 's|^admin listening on http://127.0.0.1:\([0-9]*\)$|\1|p' "$work/a.out")
+  [[ -n $admin_a ]] && break
+  sleep 0.1
+done
+[[ -n $admin_a ]] || fail "gateway a printed no 'admin listening on' line"
+get_status() { # get_status <port> <path>: the status line's code
+  timeout 10 bash -c 'exec 3<>/dev/tcp/127.0.0.1/'"$1"'
+    printf "GET '"$2"' HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n" >&3
+    head -n 1 <&3' | cut -d' ' -f2
+}
+[[ $(get_status "$admin_a" /metrics) == 200 ]] || fail "/metrics does not answer on the admin port"
+[[ $(get_status "$port_a" /metrics) == 404 ]] || fail "/metrics answers on the public port"
+sed "s|http://127.0.0.1:8080/healthz|http://127.0.0.1:$port_a/healthz|" "$work/a.json" >"$work/b.json"
 grep -q "127.0.0.1:$port_a/healthz" "$work/b.json" || fail "the example has no section on /healthz any more"
 start_gateway "$work/b.json" b
 response=$(timeout 10 bash -c 'exec 3<>/dev/tcp/127.0.0.1/'"$port"'

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "gather/config/config.hpp"
+#include "gather/values/gateway_stats.hpp"
 #include "gather/values/inbound_request.hpp"
 #include "gather/values/section_outcome.hpp"
 #include "gather/values/trace_context.hpp"
@@ -71,6 +72,8 @@ public:
   /// The route the request matched: counted and logged under it (else under no_route).
   void set_route(std::size_t index, const std::string& path);
   void hold(inflight_slot slot) { slot_ = std::move(slot); }
+  /// The protocol the request came in (the log line's `proto`).
+  void set_proto(inbound_proto proto) { proto_ = proto; }
 
   /// A request answered without sections: a refusal, a client gone (499), a hard limit (504).
   /// `detail` is the log line's (never sent to the client); empty: "refused: <error code>".
@@ -103,6 +106,7 @@ private:
   std::size_t route_ = 0;
   const std::string* route_path_ = nullptr; ///< the route's path, in the generation; null: no_route
   inflight_slot slot_;
+  inbound_proto proto_ = inbound_proto::http11;
   bool finished_ = false;
 };
 

@@ -28,6 +28,7 @@ class cluster;
 class section_guards;
 struct section_guard;
 class span_exporter;
+class origin_allowlist;
 struct serving_config;
 
 /// What the process gives every worker: where to send calls and what to count.
@@ -42,6 +43,7 @@ struct section_runtime {
   section_guards* guards = nullptr;  ///< null on a cluster node (the gateway guards its calls)
   const std::string* deadline_header = nullptr; ///< the config's; null or empty: none
   span_exporter* spans = nullptr;    ///< null without tracing, and on a cluster node
+  const origin_allowlist* origins = nullptr; ///< on a cluster node: what it may call (else null)
   /// The configuration generation the request began on (null on a cluster node): every actor of
   /// the request holds it, so its routes and `counters` outlive the request's last actor.
   std::shared_ptr<const serving_config> serving{};

@@ -28,9 +28,14 @@
 
 namespace gather {
 
+/// Who may come in, per route (gather/admission/gates.hpp): only admission reads it.
+struct admission_gates;
+
 struct serving_config {
-  /// `cfg` must be valid (load_config accepted it); `series` must outlive the generation.
-  serving_config(config cfg, std::uint64_t number, metrics::registry& series);
+  /// `cfg` must be valid (load_config accepted it); `series` must outlive the generation;
+  /// `gates`: the routes' token guards and rate limiters, built from `cfg` by the gateway.
+  serving_config(config cfg, std::uint64_t number, metrics::registry& series,
+                 std::shared_ptr<const admission_gates> gates = nullptr);
   serving_config(const serving_config&) = delete;
   serving_config& operator=(const serving_config&) = delete;
 
@@ -50,6 +55,9 @@ struct serving_config {
   mutable section_guards guards;
   /// cfg.deadline_header in lower case, as inbound header names are kept; empty: off.
   const std::string deadline_header_lower;
+  /// Per route, its bearer-token guard and rate limiter (buckets start full with each
+  /// generation); null when the generation was built without (a tool, a test).
+  const std::shared_ptr<const admission_gates> gates;
 };
 
 /// Where the front takes the generation in force from; the gateway installs a new one on reload.

@@ -18,7 +18,10 @@
 #include <cstddef>
 #include <optional>
 #include <string>
+#include <memory>
 #include <vector>
+
+#include <nlohmann/json_fwd.hpp>
 
 #include "gather/actors/request_record.hpp"
 #include "gather/actors/serving_config.hpp"
@@ -53,6 +56,11 @@ struct admission_request {
   // Left by the checks for the request's start:
   inflight_slot slot;            ///< taken by the overload check on the full pass
   std::vector<batch_item> items; ///< a batch route's items, read by the body check
+  /// The route's gate (token, rate limit) ran: on the head's pass when there is one, never twice
+  /// (a request spends one rate-limit token).
+  bool gated = false;
+  /// The verified token's claims on a route with auth (null otherwise), for the request's start.
+  std::shared_ptr<const nlohmann::json> claims;
 
   /// The matched route, or null.
   const route_config* route() const;

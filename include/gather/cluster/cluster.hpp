@@ -1,20 +1,19 @@
 // The gateway's side of the cluster (docs/cluster.md): which worker nodes are up, and where the next
 // section runs.
 //
-// Each configured node has a link thread that connects with the CAF middleman (remote_actor blocks,
-// so it never runs inside an actor), checks the protocol version, monitors the node and, when it
-// goes down, reconnects with capped exponential backoff. Workers ask place() for a node per section.
+// Each configured node has a link: an actor that dials the node on an event loop (no thread waits
+// for a connect: cluster_transport.hpp), hands the connection to the CAF middleman (plain or mutual
+// TLS), checks the protocol version, monitors the node and, when it goes down or cannot be
+// reached, tries again with capped exponential backoff. Workers ask place() for a node per section.
 #pragma once
 
 #include <atomic>
-#include <condition_variable>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
-#include <thread>
 #include <vector>
 
+#include <boost/asio/io_context.hpp>
 #include <caf/actor.hpp>
 #include <caf/fwd.hpp>
 
@@ -46,8 +45,9 @@ public:
     caf::actor actor;
   };
 
-  cluster(caf::actor_system& system, cluster_config cfg);
-  ~cluster(); ///< stops and joins the link threads
+  /// The links dial from `loop`. With `cfg.tls` the actor system must have enable_cluster_tls.
+  cluster(caf::actor_system& system, cluster_config cfg, boost::asio::io_context& loop);
+  ~cluster(); ///< stops the links (their dials in flight are dropped)
   cluster(const cluster&) = delete;
   cluster& operator=(const cluster&) = delete;
 
@@ -66,20 +66,19 @@ public:
   std::vector<node_view> nodes() const;
   const std::string& address(std::size_t node) const;
 
-private:
-  struct node_slot;
-  void link(std::size_t i);
-  std::string handshake(const caf::actor& node);
+  struct node_slot; ///< a node's address, whether it is up, its actor and counts
+  const cluster_config& cfg() const { return cfg_; }
+  node_slot& slot(std::size_t node) { return *slots_[node]; }
+  boost::asio::io_context& loop() { return loop_; }
 
+private:
   caf::actor_system& system_;
   cluster_config cfg_;
+  boost::asio::io_context& loop_;
   std::vector<std::unique_ptr<node_slot>> slots_;
   std::atomic<std::int64_t> local_inflight_{0};
   std::atomic<std::uint64_t> local_work_{0};
-  std::mutex stop_mutex_;
-  std::condition_variable stop_cv_;
-  bool stopping_ = false;
-  std::vector<std::thread> links_;
+  std::vector<caf::actor> links_;
 };
 
 } // namespace gather

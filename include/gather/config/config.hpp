@@ -30,6 +30,7 @@ struct url_part {
     header,  ///< `{header.h}`: inbound header named `text` (stored lower-case)
     section, ///< `{s.a.b}`: field `field` of section `text`'s data (index `section`)
     item,    ///< `{item}`: the batch item (batch routes only)
+    claim,   ///< `{claim.NAME}`: claim `text` of the request's verified token (routes with auth)
   };
   kind what = kind::literal;
   std::string text;
@@ -108,6 +109,34 @@ struct batch_config {
   std::vector<std::string> forward_headers; ///< lower-case names
 };
 
+/// `auth.jwt` (docs/security.md, "Who may come in"): a bearer token checked against a JWK set.
+struct jwt_config {
+  std::string jwks_file;             ///< exactly one of jwks_file and jwks_url is set
+  std::string jwks_url;
+  std::chrono::seconds jwks_refresh{300}; ///< a jwks_url is fetched again this often
+  std::optional<std::string> issuer;   ///< must equal `iss` when set
+  std::optional<std::string> audience; ///< must equal `aud` or one of its entries when set
+  std::chrono::seconds leeway{60};     ///< clock skew allowed on exp, nbf, iat
+  /// claim -> value it must hold (a word of a spaced string, an entry of an array, or equal).
+  std::vector<std::pair<std::string, std::string>> require;
+  /// claim -> header name (as written) added to every downstream call of the route.
+  std::vector<std::pair<std::string, std::string>> forward_claims;
+};
+
+struct auth_config {
+  jwt_config jwt;
+};
+
+/// `rate_limit` (docs/security.md): a token bucket per client key.
+struct rate_limit_config {
+  enum class key_kind { ip, header, claim, route };
+  key_kind per = key_kind::ip;
+  std::string name;          ///< the header (lower-case) or claim name for header:/claim:
+  double rate_per_s = 1;     ///< tokens added per second, > 0
+  double burst = 1;          ///< bucket size, >= 1 (default ceil(rate_per_s))
+  std::size_t max_keys = 100000; ///< buckets kept per route; the least recently used go first
+};
+
 /// One segment of a route's path: literal text or a `{name}` capture of one whole segment.
 struct path_segment {
   bool capture = false;
@@ -123,11 +152,29 @@ struct route_config {
   /// Every section index once, each after the sections it depends on (URL references and
   /// fallback_from): the order in which final data and fallbacks can be resolved.
   std::vector<std::size_t> resolve_order;
+  std::optional<auth_config> auth;
+  std::optional<rate_limit_config> rate_limit;
+};
+
+/// Mutual TLS on the cluster's links (PEM files): this process's certificate chain and key, and
+/// the CA that must have signed every peer's certificate.
+struct cluster_tls_config {
+  std::string cert_file;
+  std::string key_file;
+  std::string ca_file;
 };
 
 struct cluster_config {
   std::vector<std::string> nodes; ///< "host:port"
   bool local = true;
+  std::optional<cluster_tls_config> tls; ///< absent: plain BASP over TCP
+  /// A link's TCP connect to a node gives up after this (then retries with backoff).
+  millis connect_timeout{2000};
+};
+
+/// The operations listener: /metrics, /debug/actors, /dashboard only there (plain HTTP, GET).
+struct admin_config {
+  std::string listen; ///< "host:port"
 };
 
 /// Inbound TLS: HTTPS on `listen` with this certificate chain and private key (PEM files).
@@ -146,6 +193,18 @@ struct inbound_limits {
   millis keep_alive_idle{60000};  ///< an idle kept-alive connection is closed after this
 };
 
+/// HTTP/2 on the inbound side (docs/config.md#http2), per connection. Each `max_*_per_second` is a
+/// token bucket holding that many tokens and refilled at that rate: a client over it gets GOAWAY
+/// (ENHANCE_YOUR_CALM) and is closed.
+struct http2_limits {
+  std::size_t max_concurrent_streams = 100;   ///< SETTINGS_MAX_CONCURRENT_STREAMS; more: refused
+  std::size_t max_header_list_bytes = 32768;  ///< decoded, names + values + 32 a field: 431
+  std::size_t initial_window_bytes = 65535;   ///< SETTINGS_INITIAL_WINDOW_SIZE (request bodies)
+  std::size_t max_resets_per_second = 100;    ///< RST_STREAM from the client (rapid reset)
+  std::size_t max_control_frames_per_second = 100; ///< PING, SETTINGS and PRIORITY from the client
+  std::size_t max_continuation_frames = 8;    ///< CONTINUATION frames after one HEADERS
+};
+
 /// Tracing (docs/operations.md, "Tracing"): spans exported as OTLP/HTTP JSON to a collector.
 struct tracing_config {
   std::string otlp_endpoint;            ///< http(s) URL the spans are POSTed to, e.g. .../v1/traces
@@ -162,6 +221,7 @@ struct config {
   /// Threads that run every connection, every downstream call and every actor: one event loop each.
   std::size_t io_threads = 1;
   inbound_limits inbound;
+  http2_limits http2;
   std::optional<tls_config> tls;
   std::size_t max_inflight = 1024;
   std::size_t max_body_bytes = 1048576;
@@ -170,6 +230,7 @@ struct config {
   std::size_t cache_max_bytes = 268435456; ///< 256 MiB of keys and data
   std::vector<route_config> routes;
   std::optional<cluster_config> cluster;
+  std::optional<admin_config> admin; ///< absent: the operations paths are served on `listen`
   std::optional<tracing_config> tracing;
   retry_budget_policy retry_budget;
   /// Sent on every downstream call with the milliseconds it may still take, and read on inbound

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -80,5 +81,9 @@ private:
   struct impl;
   std::unique_ptr<impl> impl_;
 };
+
+/// "scheme://host:port" of a URL as the client reads it (the port made explicit, lower case);
+/// nullopt when the client would refuse the URL.
+std::optional<std::string> url_origin(const std::string& url);
 
 } // namespace gather

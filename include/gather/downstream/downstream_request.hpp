@@ -19,11 +19,16 @@ std::optional<std::string> inbound_value(const url_part& part, const inbound_req
 
 /// "Name: value" lines for a downstream call: X-Request-Id (the response's), Accept, the request's
 /// traceparent (its trace, its SERVER span; each call replaces the span id with its own, see
-/// call_span.hpp), and every value of each of `forward_headers` (lower-case names) that `in`
+/// call_span.hpp), and every value of each of forwarded_names() (lower-case names) that `in`
 /// carries, with CR, LF and NUL in a value replaced by spaces (no value can add a header line).
 /// An inbound traceparent is never forwarded as it came: the gateway's own replaces it.
 std::vector<std::string> downstream_headers(const std::vector<std::string>& forward_headers,
                                             const inbound_request& in);
+
+/// The inbound headers a downstream call carries: `forward_headers`, then the route's claim
+/// headers (in.claim_headers) not among them. The section cache keys by the same list.
+std::vector<std::string> forwarded_names(const std::vector<std::string>& forward_headers,
+                                         const inbound_request& in);
 
 /// Removes the "Name: value" lines whose name is `name` (in any case).
 void drop_header(std::vector<std::string>& headers, const std::string& name);

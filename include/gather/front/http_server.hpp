@@ -15,8 +15,10 @@ namespace gather {
 class http_server {
 public:
   /// `serving` is where each connection and request takes its configuration generation from.
+  /// `stats` counts this server's connections (against max_connections). The admin listener
+  /// (`role`) speaks plain HTTP whatever `tls` says.
   http_server(const serving_config_slot& serving, gateway_stats& stats, io_loops& loops,
-              request_dispatch& dispatch);
+              request_dispatch& dispatch, listener_role role = listener_role::main);
   ~http_server(); ///< stop()
   http_server(const http_server&) = delete;
   http_server& operator=(const http_server&) = delete;

@@ -16,6 +16,7 @@
 #include "gather/front/query_string.hpp"
 #include "gather/front/request_id.hpp"
 #include "gather/front/request_parser.hpp"
+#include "gather/ops/ops_endpoints.hpp"
 #include "gather/values/gateway_stats.hpp"
 #include "gather/values/http_reply.hpp"
 #include "gather/values/inbound_request.hpp"
@@ -45,14 +46,17 @@ struct started_request {
 class request_dispatch {
 public:
   /// `runtime`'s `serving` and `counters` are left empty: each request's job gets its generation's.
-  request_dispatch(gateway_stats& stats, caf::actor_system& system, section_runtime runtime);
+  /// On the admin listener (`role`) only the operations paths answer: anything else is 404.
+  request_dispatch(gateway_stats& stats, caf::actor_system& system, section_runtime runtime,
+                   listener_role role = listener_role::main);
 
   gateway_stats& stats() { return stats_; }
 
   /// True when a request whose body follows its head should have it read: a POST to anything but
   /// an operations path, which admit_head() then admits. Any other body stays unread (and its
   /// connection ends after the answer).
-  static bool may_read_body(const request_head& head);
+  /// Never on the admin listener (GET only there).
+  bool may_read_body(const serving_config& serving, const request_head& head) const;
   /// Admission's first pass, on the head alone, before a body is read. nullopt: read the body.
   /// Else the refusal (the request finished: counted and logged).
   std::optional<http_reply> admit_head(admission_request& request, steady_time arrived);
@@ -89,6 +93,7 @@ private:
   gateway_stats& stats_;
   caf::actor_system& system_;
   section_runtime runtime_;
+  listener_role role_;
 };
 
 } // namespace gather

@@ -18,6 +18,7 @@
 
 #include "gather/config/config.hpp"
 #include "gather/resilience/circuit_breaker.hpp"
+#include "gather/values/gateway_stats.hpp"
 #include "gather/values/section_outcome.hpp"
 
 namespace gather {
@@ -41,6 +42,8 @@ private:
 };
 
 enum class cache_event : std::uint8_t { hit, miss, coalesced, stale };
+/// What a route's bearer-token check found (docs/security.md): gather_auth_total's `result`.
+enum class auth_result : std::uint8_t { ok, missing, invalid, expired, forbidden };
 /// Why a section was `rejected` with no call made (docs/resilience.md).
 enum class reject_reason : std::uint8_t { max_concurrent, circuit_open };
 
@@ -57,6 +60,8 @@ struct process_figures {
   std::uint64_t span_exports_failed = 0; ///< tracing: export POSTs that failed
   std::uint64_t config_reloads_ok = 0;
   std::uint64_t config_reloads_invalid = 0;
+  std::array<std::uint64_t, 3> connections_by_proto{}; ///< by inbound_proto
+  std::array<std::uint64_t, h2_abuse_count> h2_abuse{}; ///< by h2_abuse
 };
 
 class metrics {
@@ -86,6 +91,10 @@ public:
   void budget_denied(std::size_t route, std::size_t section);
   /// The section's circuit moved to `to`.
   void circuit_moved(std::size_t route, std::size_t section, circuit_breaker::state to);
+  /// A request's bearer-token check on a route with `auth`.
+  void auth(std::size_t route, auth_result result);
+  /// A request refused 429 by the route's rate limit.
+  void rate_limited(std::size_t route);
 
   /// The Prometheus text exposition, format 0.0.4: every series of the registry, those of routes
   /// and sections that a reload removed included (their counts stay as they were).

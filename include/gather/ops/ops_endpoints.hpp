@@ -31,8 +31,13 @@ struct ops_sources {
   const span_exporter* spans = nullptr; ///< null without tracing
 };
 
-/// True for the paths that take precedence over every route.
-bool is_ops_path(const std::string& path);
+/// Which listener a request came in on: `listen`, or the operations listener (`admin.listen`).
+enum class listener_role { main, admin };
+
+/// True for the operations paths this listener serves before any route: all four on the admin
+/// listener and on `listen` without `admin`; with `admin`, only /healthz on `listen` (the others
+/// are ordinary paths there, which a route may take).
+bool is_ops_path(const std::string& path, const config& cfg, listener_role role);
 
 /// Answers an operations path (GET only; anything else is 405).
 http_reply serve_ops(const std::string& method, const std::string& path, const std::string& request_id,

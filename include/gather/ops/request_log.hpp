@@ -15,19 +15,20 @@ namespace gather {
 /// ms, the last downstream HTTP status and the private failure detail.
 void log_request(const std::string& request_id, const std::string& trace_id, const std::string& route,
                  int status, std::int64_t ms, const std::vector<section_config>& sections,
-                 const std::vector<section_outcome>& outcomes);
+                 const std::vector<section_outcome>& outcomes, const char* proto);
 
 /// A batch request: id, route, status, total ms, items, distinct calls, attempts started, calls
 /// never started, rows per status, and the calls that did not end ok summarised per status and last downstream HTTP status:
 /// how many calls, and the first one's item and private detail.
 void log_batch_request(const std::string& request_id, const std::string& trace_id,
                        const std::string& route, int status, std::int64_t ms, const batch_plan& plan,
-                       const std::vector<section_outcome>& calls);
+                       const std::vector<section_outcome>& calls, const char* proto);
 
 /// A request answered without sections (errors, refusals, a client that left). Every line carries
-/// the request's `trace_id` when it has one.
+/// the request's `trace_id` when it has one, and `proto` (http/1.0, http/1.1, h2) when known.
 void log_request(const std::string& request_id, const std::string& route, int status,
-                 std::int64_t ms, const std::string& detail = {}, const std::string& trace_id = {});
+                 std::int64_t ms, const std::string& detail = {}, const std::string& trace_id = {},
+                 const char* proto = nullptr);
 
 /// Writes one line to stderr atomically with respect to other log lines.
 void write_log_line(std::string json_line);

@@ -3,9 +3,12 @@
 
 #include <chrono>
 #include <map>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
+
+#include <nlohmann/json_fwd.hpp>
 
 #include "gather/values/trace_context.hpp"
 
@@ -20,6 +23,11 @@ struct inbound_request {
   std::multimap<std::string, std::string> headers;           ///< names lower-case
   steady_time arrived;
   trace_context trace; ///< the request's trace (gather/tracing/traceparent.hpp)
+  /// The verified token's claims on a route with `auth` (what `{claim.c}` reads); null otherwise.
+  std::shared_ptr<const nlohmann::json> claims;
+  /// The route's `forward_claims` header names (lower-case): their inbound values were dropped
+  /// and `headers` holds the claims' values instead; every downstream call carries them.
+  std::vector<std::string> claim_headers;
 
   /// First value of a query parameter / header (header name lower-case), "" when absent.
   std::string query_value(const std::string& name) const;

@@ -11,8 +11,11 @@ namespace gather {
 struct request_head {
   std::string method;
   std::string target;
-  int version = 11; ///< 10 or 11
+  int version = 11; ///< 10, 11, or 20 (HTTP/2)
   std::vector<std::pair<std::string, std::string>> headers;
+  /// The TCP peer's address ("127.0.0.1", "::1"): what a rate limit `per: ip` counts under. No
+  /// forwarded header is trusted for it.
+  std::string peer;
 
   /// First value of a header (lower-case name), "" when absent.
   const std::string& header(const std::string& lower_name) const;
