@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
-# What auth + a rate limit that never trips cost per request: S0 (bench/run.sh) with and without
-# them, in paired rounds (with, without, with, ...), and the ratio of each pair's CPU per request.
+# What auth + a rate limit that never trips cost per request: bench/run.sh's scenarios with and
+# without them, and a peer with the same token header beside them, in interleaved rounds (with,
+# without, peer, with, ...); per scenario the medians and the ratio of each round's CPU per request.
 #
-#   bench/auth_cost.sh [ROUNDS]     (default 5; DURATION and the rest as bench/run.sh takes them)
+#   bench/auth_cost.sh [ROUNDS [scenario...]]   (default 5 rounds of s0; DURATION and the rest as
+#                                               bench/run.sh takes them)
+# PEER_BIN: the peer (default the Node BFF at ../shared/peers/node-gateway; empty: none).
 #
 # The JWK set (one RSA-2048 key) and an RS256 token valid for a day are made here with openssl.
 # Every request carries the token; the route checks it (iss, aud, require) and spends a token of a
@@ -34,28 +37,43 @@ ROUTE="{\"auth\": {\"jwt\": {\"jwks_file\": \"$WORK/jwks.json\", \"issuer\": \"h
   \"audience\": \"gather\", \"require\": {\"scope\": \"read\"}}},
   \"rate_limit\": {\"per\": \"ip\", \"rate_per_s\": 1000000, \"burst\": 1000000}}"
 ROWS=$WORK/rows
+shift || true
+scenarios=("$@")
+((${#scenarios[@]})) || scenarios=(s0)
+PEER=${PEER_BIN-$ROOT/../shared/peers/node-gateway}
+sides=(with without)
+[[ -n $PEER ]] && sides+=(peer)
 for ((r = 1; r <= ROUNDS; r++)); do
-  for who in with without; do
-    if [[ $who == with ]]; then
-      out=$(GATHER_ROUTE=$ROUTE WRK_HEADER="Authorization: Bearer $TOKEN" "$ROOT/bench/run.sh" s0)
-    else
-      out=$(WRK_HEADER="Authorization: Bearer $TOKEN" "$ROOT/bench/run.sh" s0)
-    fi
-    row=$(grep '^S0 ' <<<"$out")
-    echo "round $r $who: $row"
+  for who in "${sides[@]}"; do
+    case $who in
+      with) out=$(GATHER_ROUTE=$ROUTE WRK_HEADER="Authorization: Bearer $TOKEN" "$ROOT/bench/run.sh" "${scenarios[@]}") ;;
+      without) out=$(WRK_HEADER="Authorization: Bearer $TOKEN" "$ROOT/bench/run.sh" "${scenarios[@]}") ;;
+      peer) out=$(GATHER_BIN=$PEER WRK_HEADER="Authorization: Bearer $TOKEN" "$ROOT/bench/run.sh" "${scenarios[@]}") ;;
+    esac
     # The row's figures from its end: ... us/req ms/kreq load.
-    awk -v r="$r" -v who="$who" '{print r, who, $(NF-8), $(NF-6), $(NF-2)}' <<<"$row" >> "$ROWS"
+    grep '^S[0-9] ' <<<"$out" | while read -r row; do
+      echo "round $r $who: $row"
+      awk -v r="$r" -v who="$who" '{print r, who, $1, $(NF-8), $(NF-6), $(NF-2), $NF}' <<<"$row" >> "$ROWS"
+    done
   done
 done
 python3 - "$ROWS" <<'PY'
 import statistics, sys
 runs = {}
 for line in open(sys.argv[1]):
-    r, who, rps, non200, cpu = line.split()
-    runs.setdefault(r, {})[who] = (float(rps), int(non200), float(cpu))
-ratios = [v["with"][2] / v["without"][2] for v in runs.values() if "with" in v and "without" in v]
-print("us CPU/req with:    ", [v["with"][2] for v in runs.values()])
-print("us CPU/req without: ", [v["without"][2] for v in runs.values()])
-print("non-200 with:       ", [v["with"][1] for v in runs.values()])
-print("paired ratios with/without:", ["%.3f" % x for x in ratios], " median %.3f" % statistics.median(ratios))
+    r, who, scen, rps, non200, cpu, load = line.split()
+    runs.setdefault(scen, {}).setdefault(r, {})[who] = (float(rps), int(non200), float(cpu), float(load))
+for scen, rounds in sorted(runs.items()):
+    print("== %s, load1 at each row: %s" % (scen, " ".join("%.1f" % v[3] for r in rounds.values() for v in r.values())))
+    for who in ("with", "without", "peer"):
+        cpu = [r[who][2] for r in rounds.values() if who in r]
+        if cpu:
+            print("  us CPU/req %-8s %s  median %.1f  non-200 %d" % (who, cpu, statistics.median(cpu),
+                  sum(r[who][1] for r in rounds.values() if who in r)))
+    pairs = [r["with"][2] / r["without"][2] for r in rounds.values() if "with" in r and "without" in r]
+    print("  paired ratios with/without:", ["%.3f" % x for x in pairs], " median %.3f" % statistics.median(pairs))
+    for who in ("with", "without"):
+        vs = [r[who][2] / r["peer"][2] for r in rounds.values() if who in r and "peer" in r]
+        if vs:
+            print("  %s / peer: median %.3f" % (who, statistics.median(vs)))
 PY
