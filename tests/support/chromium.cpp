@@ -134,8 +134,9 @@ browser_result run_chromium(const std::vector<std::string>& extra,
 }
 
 /// The page's DOM after `budget_ms` of virtual time (polls every 1000 ms of it).
-std::string dump_dom(const std::string& url, int budget_ms) {
-  return run_chromium({"--virtual-time-budget=" + std::to_string(budget_ms), "--dump-dom", url},
+std::string dump_dom(const std::string& url, int budget_ms, const std::string& size) {
+  return run_chromium({"--virtual-time-budget=" + std::to_string(budget_ms), "--window-size=" + size,
+                       "--dump-dom", url},
                       [](const browser_result& r) { return r.out.find("</html>") != std::string::npos; })
     .out;
 }

@@ -35,7 +35,7 @@ browser_result run_chromium_once(const std::vector<std::string>& extra, std::chr
 browser_result run_chromium(const std::vector<std::string>& extra,
                             const std::function<bool(const browser_result&)>& done);
 
-/// The page's DOM after `budget_ms` of virtual time.
-std::string dump_dom(const std::string& url, int budget_ms = 4500);
+/// The page's DOM after `budget_ms` of virtual time, in a window of `size` ("width,height").
+std::string dump_dom(const std::string& url, int budget_ms = 4500, const std::string& size = "800,600");
 
 } // namespace gather::test
