@@ -26,6 +26,7 @@
 // connection's timer is on an event loop that is awake anyway, where CAF's delayed_send is an entry
 // on its clock thread, a thread wake-up per request (docs/performance.md).
 #include "gather/actors/coordinator.hpp"
+#include "gather/answer/progressive_answer.hpp"
 
 #include <caf/all.hpp>
 
@@ -293,7 +294,7 @@ caf::behavior coordinator(caf::stateful_actor<coordinator_state>* self,
   st.parsed.resize(n);
   st.open = n;
   if (st.job->format != answer_format::json) {
-    st.stream.emplace(*st.job->route, st.job->format);
+    st.stream = std::make_shared<progressive_answer>(*st.job->route, st.job->format);
     // Stopped by the front (a client that hung up mid-answer, or gone before it began).
     self->set_exit_handler([self](caf::exit_msg& msg) {
       if (self->state.opened && !self->state.answered->load())

@@ -1,7 +1,7 @@
 // Reading what browser clients need: `cors` (which origins may call, what a preflight allows) and
 // `compression` (which encodings, from what size).
 
-#include "gather/config/config_reader.hpp"
+#include "config_reader.hpp"
 
 namespace gather::config_reader {
 

@@ -9,7 +9,6 @@
 #include <caf/stateful_actor.hpp>
 #include <nlohmann/json.hpp>
 
-#include "gather/answer/progressive_answer.hpp"
 #include "gather/config/config.hpp"
 #include "gather/ops/inflight_registry.hpp"
 #include "gather/values/inbound_request.hpp"
@@ -19,6 +18,8 @@
 #include "gather/actors/section_worker.hpp"
 
 namespace gather {
+
+class progressive_answer; // app/answer: the actors' own dependency, not their callers'
 
 /// Everything one aggregate request needs, handed over by the HTTP front. The front also owns the
 /// request's clock: it sends the coordinator `deadline_atom` when `deadline`
@@ -48,7 +49,7 @@ struct coordinator_state {
   std::shared_ptr<inflight_entry> inflight; ///< what /debug/actors shows of this request
   /// A progressive answer's events (format ndjson or sse); `pending` holds those made before the
   /// head may leave (a required section still running), `opened` once it has.
-  std::optional<progressive_answer> stream;
+  std::shared_ptr<progressive_answer> stream; ///< shared: complete only in coordinator.cpp
   std::vector<std::string> pending;
   bool opened = false;
 
