@@ -64,8 +64,8 @@ void log_request(const std::string& request_id, const std::string& trace_id, con
       part["node"] = o.node;
     if (o.hedges > 0)
       part["hedges"] = o.hedges;
-    if (!o.not_made.empty())
-      part["not_made"] = o.not_made; // why a call was not made: max_concurrent, circuit_open, retry_budget
+    if (o.not_made != not_made_reason::none)
+      part["not_made"] = to_string(o.not_made);
   }
   emit(record);
 }
