@@ -207,6 +207,9 @@ int run_node(const node_flags& flags) {
 } // namespace
 
 int main(int argc, char** argv) {
+  // Sockets never raise SIGPIPE (Asio sends with MSG_NOSIGNAL); stderr, the log, may be a pipe
+  // whose reader is gone: a log line then fails, the gateway goes on.
+  std::signal(SIGPIPE, SIG_IGN);
   auto set = serve_signals();
   pthread_sigmask(SIG_BLOCK, &set, nullptr); // before any thread exists, so all inherit it
 

@@ -1,6 +1,7 @@
 // Splitting "host:port", as `listen` and cluster nodes are written.
 
-#include "gather/config/config_reader.hpp"
+#include "config_reader.hpp"
+#include "gather/config/port.hpp"
 
 #include <string>
 
@@ -32,16 +33,18 @@ std::optional<std::string> parse_host(std::string_view host) {
   return std::nullopt;
 }
 
+} // namespace
+
 std::optional<int> parse_port(std::string_view text) {
   if (text.empty() || text.size() > 5 || !std::all_of(text.begin(), text.end(), is_digit))
     return std::nullopt;
-  const int port = std::stoi(std::string(text));
+  int port = 0;
+  for (char c : text)
+    port = port * 10 + (c - '0');
   if (port > 65535)
     return std::nullopt;
   return port;
 }
-
-} // namespace
 
 std::optional<std::pair<std::string, int>> split_host_port(std::string_view text) {
   const std::size_t colon = text.rfind(':');

@@ -1,6 +1,6 @@
 // Loading a config: the file's text, the JSON with its duplicate keys, then the document's reading.
 
-#include "gather/config/config_reader.hpp"
+#include "config_reader.hpp"
 
 #include <cerrno>
 #include <cstdio>

@@ -1,6 +1,6 @@
 // Typed reads of one JSON object's members, each problem reported under the member's path.
 
-#include "gather/config/config_reader.hpp"
+#include "config_reader.hpp"
 
 #include <cstdint>
 

@@ -2,7 +2,7 @@
 // The JWK set a jwks_file names is read by the admission stage (gather/admission/auth_check.hpp):
 // the config reader opens no file but the config itself.
 
-#include "gather/config/config_reader.hpp"
+#include "config_reader.hpp"
 
 #include <cmath>
 

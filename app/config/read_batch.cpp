@@ -1,6 +1,6 @@
 // Reading a batch route's `batch` object.
 
-#include "gather/config/config_reader.hpp"
+#include "config_reader.hpp"
 
 namespace gather::config_reader {
 

@@ -1,6 +1,6 @@
 // Reading the members sections and batches share: retry, fields, forward_headers.
 
-#include "gather/config/config_reader.hpp"
+#include "config_reader.hpp"
 
 namespace gather::config_reader {
 

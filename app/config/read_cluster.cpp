@@ -1,7 +1,7 @@
 // Reading the `cluster` object: the other nodes, whether this one serves requests itself, and
 // the links' TLS and connect timeout.
 
-#include "gather/config/config_reader.hpp"
+#include "config_reader.hpp"
 
 #include <set>
 

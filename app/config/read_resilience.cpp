@@ -1,7 +1,7 @@
 // Reading the resilience keys (docs/resilience.md): a section's hedge, max_concurrent and circuit, and the
 // top-level retry_budget and deadline_header.
 
-#include "gather/config/config_reader.hpp"
+#include "config_reader.hpp"
 
 #include <cmath>
 

@@ -1,6 +1,6 @@
 // Reading the `routes` array: each route's kind and deadline, then overlaps between routes.
 
-#include "gather/config/config_reader.hpp"
+#include "config_reader.hpp"
 
 namespace gather::config_reader {
 

@@ -1,6 +1,6 @@
 // Reading an aggregate route's `sections`, then the checks across them.
 
-#include "gather/config/config_reader.hpp"
+#include "config_reader.hpp"
 
 #include <set>
 

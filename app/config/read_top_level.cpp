@@ -1,6 +1,6 @@
 // Reading the document's top-level keys: listen, threads, inbound limits, http2, tls and the sizes.
 
-#include "gather/config/config_reader.hpp"
+#include "config_reader.hpp"
 
 namespace gather::config_reader {
 

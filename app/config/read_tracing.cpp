@@ -1,7 +1,7 @@
 // Reading the `tracing` object: where spans go, under which service name, how many are sampled,
 // and the export's bounds (queue, batch, interval, timeout).
 
-#include "gather/config/config_reader.hpp"
+#include "config_reader.hpp"
 
 namespace gather::config_reader {
 

@@ -1,6 +1,7 @@
 // Reading a `url` member into a URL template, checking each placeholder against its scope.
 
-#include "gather/config/config_reader.hpp"
+#include "config_reader.hpp"
+#include "gather/config/port.hpp"
 
 #include <variant>
 
@@ -65,12 +66,8 @@ bool port_fits(std::string_view authority) {
   const auto colon = authority.rfind(':');
   if (colon == std::string_view::npos || (bracket != std::string_view::npos && colon < bracket))
     return true;
-  const auto port = authority.substr(colon + 1);
-  if (port.empty() || port.size() > 5 ||
-      !std::all_of(port.begin(), port.end(), [](char c) { return c >= '0' && c <= '9'; }))
-    return false;
-  const int value = std::stoi(std::string(port));
-  return value >= 1 && value <= 65535;
+  const auto port = parse_port(authority.substr(colon + 1));
+  return port && *port >= 1;
 }
 
 } // namespace

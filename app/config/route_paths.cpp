@@ -1,6 +1,6 @@
 // Reading a route's path into segments, and whether two route paths overlap.
 
-#include "gather/config/config_reader.hpp"
+#include "config_reader.hpp"
 
 #include <set>
 

@@ -1,7 +1,7 @@
 // Checks across a route's sections: fields left out by a projection, dependency cycles, the
 // resolve order.
 
-#include "gather/config/config_reader.hpp"
+#include "config_reader.hpp"
 
 namespace gather::config_reader {
 

@@ -1,6 +1,6 @@
 // Text helpers of the config reader: JSON paths, splitting and joining, character classes.
 
-#include "gather/config/config_reader.hpp"
+#include "config_reader.hpp"
 
 namespace gather::config_reader {
 

@@ -12,7 +12,6 @@
 #include "gather/downstream/downstream_client.hpp"
 
 #include <algorithm>
-#include <csignal>
 #include <deque>
 #include <optional>
 #include <stdexcept>
@@ -29,6 +28,7 @@
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/http/read.hpp>
 
+#include "gather/config/port.hpp"
 #include "gather/downstream/name_lookups.hpp"
 #include "gather/downstream/response_reading.hpp"
 #include "gather/downstream/url_split.hpp"
@@ -46,15 +46,6 @@ using error_code = boost::system::error_code;
 /// Idle keep-alive connections kept per loop, all origins together.
 constexpr std::size_t max_idle_connections = 1024;
 
-/// A write to a peer that closed its side raises SIGPIPE: ignored process-wide, the write fails.
-void init_process_once() {
-  static const bool initialised = [] {
-    std::signal(SIGPIPE, SIG_IGN);
-    return true;
-  }();
-  (void)initialised;
-}
-
 std::unique_ptr<asio::ssl::context> make_client_tls() {
   auto ctx = std::make_unique<asio::ssl::context>(asio::ssl::context::tls_client);
   ctx->set_options(asio::ssl::context::default_workarounds | asio::ssl::context::no_sslv2 |
@@ -67,8 +58,8 @@ std::unique_ptr<asio::ssl::context> make_client_tls() {
 }
 
 /// One connection to a downstream origin, plain or TLS.
-struct connection {
-  connection(asio::io_context& loop, asio::ssl::context& tls_ctx, bool tls)
+struct origin_connection {
+  origin_connection(asio::io_context& loop, asio::ssl::context& tls_ctx, bool tls)
     : socket(loop) {
     if (tls)
       tls_stream.emplace(tcp::socket(loop), tls_ctx);
@@ -94,7 +85,7 @@ struct transfer {
   std::size_t max_body_bytes = 0;
   downstream_client::completion done;
   asio::steady_timer timer;
-  std::unique_ptr<connection> conn;
+  std::unique_ptr<origin_connection> conn;
   std::optional<response_parser> parser;
   bool reused = false;  ///< the connection came from the pool
   bool resent = false;  ///< already sent once more on a new connection
@@ -192,7 +183,7 @@ public:
   }
 
 private:
-  std::unique_ptr<connection> take_idle(const std::string& key) {
+  std::unique_ptr<origin_connection> take_idle(const std::string& key) {
     auto it = idle_.find(key);
     if (it == idle_.end() || it->second.empty())
       return nullptr;
@@ -202,7 +193,7 @@ private:
     return conn;
   }
 
-  void give_back(std::unique_ptr<connection> conn) {
+  void give_back(std::unique_ptr<origin_connection> conn) {
     if (idle_count_ >= max_idle_connections)
       return conn->close();
     ++idle_count_;
@@ -211,13 +202,13 @@ private:
   }
 
   void connect(const std::shared_ptr<transfer>& t) {
-    t->conn = std::make_unique<connection>(loop_, tls_, t->where.tls);
+    t->conn = std::make_unique<origin_connection>(loop_, tls_, t->where.tls);
     t->conn->key = t->where.key;
     t->reused = false;
     error_code ec;
     const auto address = asio::ip::make_address(t->where.host, ec);
     if (!ec) { // an IP address: no lookup
-      const tcp::endpoint endpoint{address, static_cast<unsigned short>(std::stoi(t->where.port))};
+      const tcp::endpoint endpoint{address, static_cast<unsigned short>(*parse_port(t->where.port))};
       return t->conn->lowest().async_connect(endpoint, [this, t](const error_code& cec) {
         connected(t, cec);
       });
@@ -261,7 +252,7 @@ private:
   }
 
   template <class F>
-  void with_stream(connection& conn, F f) {
+  void with_stream(origin_connection& conn, F f) {
     if (conn.tls_stream)
       f(*conn.tls_stream);
     else
@@ -380,7 +371,7 @@ private:
   asio::ssl::context& tls_;
   std::atomic<std::size_t>& inflight_;
   std::unordered_map<std::uint64_t, std::shared_ptr<transfer>> running_;
-  std::unordered_map<std::string, std::vector<std::unique_ptr<connection>>> idle_;
+  std::unordered_map<std::string, std::vector<std::unique_ptr<origin_connection>>> idle_;
   std::size_t idle_count_ = 0;
 };
 
@@ -397,7 +388,6 @@ struct downstream_client::impl {
   std::vector<std::unique_ptr<loop_client>> clients; ///< one per loop
 
   impl(std::unique_ptr<io_loops> own, io_loops& l) : own_loops(std::move(own)), loops(l) {
-    init_process_once();
     tls = make_client_tls();
     for (std::size_t i = 0; i < loops.size(); ++i)
       clients.push_back(std::make_unique<loop_client>(loops.loop(i), lookups, inflight, *tls));

@@ -1,5 +1,7 @@
 #include "gather/downstream/url_split.hpp"
 
+#include "gather/config/port.hpp"
+
 #include <algorithm>
 
 namespace gather {
@@ -39,11 +41,13 @@ std::optional<origin_and_target> split_url(const std::string& url) {
     if (colon != std::string::npos)
       port = authority.substr(colon + 1);
   }
-  const auto digit = [](char c) { return c >= '0' && c <= '9'; };
-  if (out.host.empty() || port.size() > 5 || !std::all_of(port.begin(), port.end(), digit))
+  if (out.host.empty())
     return std::nullopt;
-  if (!port.empty() && (std::stoi(port) < 1 || std::stoi(port) > 65535))
-    return std::nullopt; // a port no socket can have: refused here, never wrapped
+  if (!port.empty()) {
+    const auto number = parse_port(port);
+    if (!number || *number < 1)
+      return std::nullopt; // a port no socket can have: refused here, never wrapped
+  }
   out.port = port.empty() ? (out.tls ? "443" : "80") : port;
   out.key = (out.tls ? "https://" : "http://") + out.host + ":" + out.port;
   out.host_header = authority;

@@ -209,8 +209,9 @@ browser_result run_chromium(const std::vector<std::string>& extra,
 }
 
 /// The page's DOM after `budget_ms` of virtual time (polls every 1000 ms of it).
-std::string dump_dom(const std::string& url, int budget_ms = 4500) {
-  return run_chromium({"--virtual-time-budget=" + std::to_string(budget_ms), "--dump-dom", url},
+std::string dump_dom(const std::string& url, int budget_ms = 4500, const std::string& size = "800,600") {
+  return run_chromium({"--virtual-time-budget=" + std::to_string(budget_ms), "--window-size=" + size,
+                       "--dump-dom", url},
                       [](const browser_result& r) { return r.out.find("</html>") != std::string::npos; })
     .out;
 }
@@ -983,6 +984,9 @@ TEST_CASE("a route of 20 sections: every row is drawn", "[system][dashboard]") {
   std::this_thread::sleep_for(milliseconds{1500});
   const std::string url = "http://127.0.0.1:" + std::to_string(gw.port()) + "/dashboard";
   const auto dom = drawn_figures(dump_dom(url));
+  // In a 1280 px window every section name is shown whole: the page marks a name cell it had to
+  // cut with the class `clipped` (the names used to shrink to "s..").
+  const auto narrow = dump_dom(url, 4500, "1280,900");
   if (update_screenshots())
     screenshot(gw.port(), docs_dir() / "dashboard-20-sections.png", "1400,1000");
   stop = true;
@@ -990,6 +994,9 @@ TEST_CASE("a route of 20 sections: every row is drawn", "[system][dashboard]") {
   CHECK(find_all(dom, "problems").empty());
   CHECK(find_all(dom, "section_total", {{"data-route", "/products/{id}"}, {"data-status", "ok"}}).size() == 20);
   CHECK(find_all(dom, "section_total", {{"data-route", "/orders/{id}"}, {"data-status", "ok"}}).size() == 2);
+  CHECK(narrow.find(">section_09_with_a_rather_long_name<") != std::string::npos);
+  CHECK(narrow.find("class=\"l name\"") != std::string::npos);
+  CHECK(narrow.find("\"l name clipped\"") == std::string::npos);
 }
 
 TEST_CASE("a section that always takes about 120 ms reads within 10% of that on the dashboard",

@@ -1,6 +1,7 @@
 #include "support/test_server.hpp"
 
 #include <cerrno>
+#include <csignal>
 #include <cstring>
 #include <set>
 #include <stdexcept>
@@ -13,6 +14,15 @@
 #include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
+
+namespace {
+// A test process writes to sockets its peer may have closed (raw clients, hostile servers): that
+// write must fail, not end the test binary. The gateway's own sockets never raise SIGPIPE.
+const bool sigpipe_ignored = [] {
+  std::signal(SIGPIPE, SIG_IGN);
+  return true;
+}();
+} // namespace
 
 namespace gather::test {
 

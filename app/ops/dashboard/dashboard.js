@@ -490,7 +490,9 @@ function latencyCell(metric, v, capped, labels, window) {
                 capped ? "\u2265 " : ""));
 }
 
-const SECTION_COLS = [["section", null], ["calls/s", 64], ["status mix, last 60 s", 206],
+// The section column keeps its width (names wrap inside it); the table scrolls sideways in its
+// card when the window is narrower than all the columns, rather than squeezing the names.
+const SECTION_COLS = [["section", 150], ["calls/s", 64], ["status mix, last 60 s", 206],
   ["ok", 66], ["timeout", 82], ["error", 68], ["rejected", 82], ["skipped", 80],
   ["p50", 72], ["p99", 72], ["cache hit", 116], ["retries", 62], ["degraded", 76],
   ["hedges won", 96], ["rejected: bulkhead / circuit", 118], ["circuit", 76]];
@@ -635,6 +637,9 @@ function drawRoutes(m) {
   }
   if (!cards.length) cards.push(el("div", {"class": "panel empty"}, "no route series in /metrics yet"));
   box.replaceChildren(...cards);
+  // A name its cell cannot show whole is marked (its tooltip still carries it): the tests read it.
+  for (const td of box.querySelectorAll("td.name"))
+    td.classList.toggle("clipped", td.scrollWidth > td.clientWidth);
 }
 
 function drawStatus(problems) {

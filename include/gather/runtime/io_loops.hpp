@@ -1,5 +1,5 @@
 // The event loops: `io_threads` Asio io_contexts, one thread each. Every inbound connection and
-// (later) every downstream socket lives on one of them; nothing else runs I/O.
+// every downstream socket lives on one of them; nothing else runs I/O.
 #pragma once
 
 #include <atomic>

@@ -17,11 +17,18 @@
 #include <unordered_set>
 
 #include <caf/detail/thread_safe_actor_clock.hpp>
+#include <caf/config.hpp>
 #include <caf/scheduler/abstract_coordinator.hpp>
 
 #include "gather/runtime/io_loops.hpp"
 
 namespace gather {
+
+// quiet_clock overrides the virtual functions of a CAF 0.17 detail class, which another CAF
+// release may change without notice: check them against that release before moving the bound.
+#if CAF_VERSION < 1700 || CAF_VERSION >= 1800
+#error "quiet_clock is written against caf::detail::thread_safe_actor_clock of CAF 0.17"
+#endif
 
 /// CAF's clock thread, told of an ending actor only when that actor ever set a timeout. CAF's own
 /// clock takes every actor's cancel_timeouts() on its end as an event for its thread: a thread
