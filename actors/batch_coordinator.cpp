@@ -175,7 +175,7 @@ void attempt_ended(batch_ptr self, std::size_t c, transfer_result&& result) {
     outcome.detail += "; no retry: it would not finish before the deadline";
   else if (!budget_ok) {
     outcome.detail += "; no retry: the retry budget of its host is spent";
-    outcome.not_made = "retry_budget";
+    outcome.not_made = not_made_reason::retry_budget;
   }
   finish(self, c, std::move(outcome));
 }

@@ -19,8 +19,14 @@
 // circuit, the host's retry budget: atomics, no message); a hedged attempt has several calls, the
 // first ok wins and the others are cancelled. If the coordinator goes first (deadline passed,
 // client gone), the down message ends the worker, and its state's destructor cancels the calls,
-// closing their downstream connections.
+// closing their downstream connections. Every call and every remote run holds its bulkhead slot
+// (concurrency_limit::slot), given back when it goes, however it ends.
+//
+// This file: the actor, attempts, calls, hedges, retries and the guard. A cached section's lookup
+// and flight: section_worker_cache.cpp; an attempt run on a cluster node:
+// section_worker_remote.cpp; what they share: section_worker_steps.hpp.
 #include "gather/actors/section_worker.hpp"
+#include "section_worker_steps.hpp"
 
 #include <caf/all.hpp>
 #include <nlohmann/json.hpp>
@@ -41,20 +47,7 @@
 
 namespace gather {
 
-namespace {
-
-using clock = std::chrono::steady_clock;
-using worker_ptr = caf::stateful_actor<section_worker_state>*;
-
-void count_cache(worker_ptr self, cache_event event) {
-  auto& st = self->state;
-  if (st.runtime.counters)
-    st.runtime.counters->cache(st.call.route, st.call.index, event);
-}
-
-/// How much longer than the request's remaining time a worker waits for its node's reply: the
-/// node's own timeouts are exact, so this covers only the network and scheduling.
-constexpr millis node_reply_grace{200};
+namespace worker_steps {
 
 millis time_left(const section_worker_state& st) {
   return std::max(millis{1}, std::chrono::duration_cast<millis>(st.call.deadline - clock::now()));
@@ -71,41 +64,10 @@ void reply(worker_ptr self, section_outcome outcome) {
   self->quit();
 }
 
-/// A failed call whose cache entry expired recently shows that entry instead of its fallback.
-void use_stale(worker_ptr self, section_outcome& outcome, std::string stale) {
-  if (stale.empty())
-    return;
-  outcome.source = data_source::stale;
-  outcome.data = std::move(stale);
-  count_cache(self, cache_event::stale);
-}
-
-/// The leader of a cache flight reports its outcome, so that waiters get it and ok data is stored.
-/// A failure waits for the cache's answer: it may carry stale data to show instead of the fallback.
-void finish_flight(worker_ptr self, section_outcome outcome) {
-  auto& st = self->state;
-  const auto& shard = st.runtime.cache->shard_for(st.call.cache_key);
-  const auto ttl = static_cast<std::int64_t>(st.call.cache_ttl.count());
-  const auto stale = static_cast<std::int64_t>(st.call.stale_ttl.count());
-  if (outcome.status == section_status::ok) {
-    self->send(shard, store_atom::value, st.call.cache_key, outcome.status, outcome.data,
-               outcome.attempts, outcome.last_http, ttl, stale);
-    return reply(self, std::move(outcome));
-  }
-  self->request(shard, time_left(st), store_atom::value, st.call.cache_key, outcome.status,
-                std::string{}, outcome.attempts, outcome.last_http, ttl, stale)
-    .then(
-      [self, outcome](std::string& stale_data) mutable {
-        use_stale(self, outcome, std::move(stale_data));
-        reply(self, std::move(outcome));
-      },
-      [self, outcome](caf::error&) mutable { reply(self, std::move(outcome)); });
-}
-
 void finish(worker_ptr self, section_outcome outcome) {
   outcome.attempts = self->state.attempts;
   outcome.hedges = self->state.hedges;
-  if (outcome.not_made.empty())
+  if (outcome.not_made == not_made_reason::none)
     outcome.not_made = self->state.not_made;
   if (!self->state.call.cache_key.empty())
     finish_flight(self, std::move(outcome));
@@ -148,22 +110,17 @@ void circuit_record(worker_ptr self, bool failed) {
 
 /// A call that is not made: the section ends at once. The first attempt ends `rejected` (its
 /// fallback shows); a later one ends with what the section has, the last attempt's failure.
-void not_made(worker_ptr self, const char* why);
+void not_made(worker_ptr self, not_made_reason why);
 
 /// A retry or a hedge asks the host's budget; false (counted) when it has no room.
 bool budget_allows_extra(worker_ptr self) {
   auto& st = self->state;
   if (!st.call.guard || st.call.guard->budget.try_extra(clock::now()))
     return true;
-  st.not_made = "retry_budget";
+  st.not_made = not_made_reason::retry_budget;
   if (st.runtime.counters)
     st.runtime.counters->budget_denied(st.call.route, st.call.index);
   return false;
-}
-
-void release_slot(worker_ptr self) {
-  if (self->state.call.guard)
-    self->state.call.guard->bulkhead.release();
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -185,9 +142,9 @@ std::optional<std::chrono::microseconds> hedge_delay(const section_worker_state&
   return delay;
 }
 
-/// Starts one call of the current attempt, holding a bulkhead slot already. Its timeout is what is
+/// Starts one call of the current attempt, which holds `slot` while it runs. Its timeout is what is
 /// left of the attempt's: hedges never outlive the attempt they belong to.
-void launch_call(worker_ptr self, bool retry) {
+void launch_call(worker_ptr self, bool retry, concurrency_limit::slot slot) {
   auto& st = self->state;
   count_attempt(self, retry);
   const auto now = clock::now();
@@ -223,7 +180,7 @@ void launch_call(worker_ptr self, bool retry) {
         else
           caf::anon_send(me, done_atom::value, seq, std::move(r));
       });
-  st.calls.push_back(running_call{seq, transfer, now, std::move(span)});
+  st.calls.push_back(running_call{seq, transfer, now, std::move(span), std::move(slot)});
 }
 
 
@@ -248,7 +205,7 @@ bool origin_allowed(worker_ptr self) {
   return false;
 }
 
-void start_attempt(worker_ptr self) {
+void start_attempt(worker_ptr self, concurrency_limit::slot slot) {
   auto& st = self->state;
   if (!origin_allowed(self))
     return;
@@ -259,33 +216,31 @@ void start_attempt(worker_ptr self) {
   const bool retry = st.attempts > 0;
   if (!retry && st.call.guard)
     st.call.guard->budget.first_attempt(st.attempt_started);
-  launch_call(self, retry);
+  launch_call(self, retry, std::move(slot));
 }
 
 void on_hedge(worker_ptr self, std::uint32_t attempt) {
   auto& st = self->state;
   if (attempt != st.attempt_no || st.calls.empty())
     return; // that attempt has ended
-  auto* guard = st.call.guard;
-  if (!guard->bulkhead.try_acquire()) {
-    st.not_made = "max_concurrent";
+  auto slot = st.call.guard->bulkhead.try_take();
+  if (!slot) {
+    st.not_made = not_made_reason::max_concurrent;
     return;
   }
-  if (!budget_allows_extra(self)) {
-    release_slot(self);
+  if (!budget_allows_extra(self))
     return;
-  }
   ++st.hedges;
-  launch_call(self, false);
+  launch_call(self, false, std::move(*slot));
 }
 
-/// Cancels the attempt's other calls: their connections close, their answers never come.
+/// Cancels the attempt's other calls: their connections close, their answers never come, their
+/// slots go back.
 void cancel_calls(worker_ptr self) {
   auto& st = self->state;
   for (auto& call : st.calls) {
     st.runtime.client->cancel(call.transfer);
     call.span.cancel();
-    release_slot(self);
   }
   st.calls.clear();
 }
@@ -312,126 +267,70 @@ void retry_or_finish(worker_ptr self, bool retryable, section_outcome outcome) {
   finish(self, std::move(outcome));
 }
 
-void not_made(worker_ptr self, const char* why) {
+void not_made(worker_ptr self, not_made_reason why) {
   auto& st = self->state;
   st.not_made = why;
   if (st.attempts > 0) { // a retry: the section ends with the last attempt's result
     auto outcome = std::move(st.last_failure);
-    outcome.detail += std::string{"; no retry: "} + why;
+    outcome.detail += std::string{"; no retry: "} + to_string(why);
     return finish(self, std::move(outcome));
   }
   if (st.runtime.counters)
     st.runtime.counters->rejected(st.call.route, st.call.index,
-                                  std::string_view{why} == "circuit_open" ? reject_reason::circuit_open
-                                                                         : reject_reason::max_concurrent);
+                                  why == not_made_reason::circuit_open ? reject_reason::circuit_open
+                                                                       : reject_reason::max_concurrent);
   section_outcome outcome;
   outcome.status = section_status::rejected;
-  outcome.detail = std::string{"rejected: "} + why;
+  outcome.detail = std::string{"rejected: "} + to_string(why);
   finish(self, std::move(outcome));
 }
 
-/// The bulkhead and the circuit admit an attempt (first or retry), or the section ends here.
-bool admitted(worker_ptr self) {
+/// The bulkhead and the circuit admit an attempt (first or retry) with its bulkhead slot (empty
+/// without a guard), or the section ends here.
+std::optional<concurrency_limit::slot> admit(worker_ptr self) {
   auto& st = self->state;
   auto* guard = st.call.guard;
   if (!guard)
-    return true;
-  if (!guard->bulkhead.try_acquire()) {
-    not_made(self, "max_concurrent");
-    return false;
+    return concurrency_limit::slot{};
+  auto slot = guard->bulkhead.try_take();
+  if (!slot) {
+    not_made(self, not_made_reason::max_concurrent);
+    return std::nullopt;
   }
   if (!guard->circuit || st.probe)
-    return true;
+    return slot;
   switch (guard->circuit->admit(clock::now())) {
     case circuit_breaker::admission::call:
-      return true;
+      return slot;
     case circuit_breaker::admission::probe:
       st.probe = true;
       circuit_moved(self, circuit_breaker::state::half_open);
-      return true;
+      return slot;
     case circuit_breaker::admission::reject:
       break;
   }
-  release_slot(self);
-  not_made(self, "circuit_open");
-  return false;
-}
-
-void leave_node(worker_ptr self) {
-  auto& st = self->state;
-  if (!st.node)
-    return;
-  st.runtime.nodes->ended(*st.node);
-  self->demonitor(st.node_actor);
-  st.node.reset();
-  st.node_actor = nullptr;
-  if (st.remote_slot) {
-    st.remote_slot = false;
-    release_slot(self);
-  }
-}
-
-/// The node running the call died or stopped answering: like a connection error, retried (on
-/// another node or here) where the policy and the deadline allow, else an error at once.
-void node_failed(worker_ptr self, const std::string& why) {
-  auto& st = self->state;
-  const auto node = *st.node;
-  leave_node(self);
-  circuit_record(self, true);
-  section_outcome outcome;
-  outcome.status = section_status::error;
-  outcome.node = st.runtime.nodes->address(node);
-  outcome.detail = "node " + outcome.node + ": " + why;
-  retry_or_finish(self, true, std::move(outcome));
-}
-
-/// Work on a node holds one bulkhead slot and counts in the circuit as one attempt; the node makes
-/// its calls (and retries) itself, without hedges (docs/resilience.md).
-void run_remote(worker_ptr self, std::size_t node, caf::actor actor) {
-  auto& st = self->state;
-  st.node = node;
-  st.node_actor = actor;
-  st.remote_slot = st.call.guard != nullptr;
-  if (st.call.guard && st.attempts == 0)
-    st.call.guard->budget.first_attempt(clock::now());
-  st.runtime.nodes->started(node);
-  self->monitor(actor); // a dead node fails its work now, not at the request's timeout
-  auto work = st.call.work;
-  work.attempts = std::max(1, work.attempts - st.attempts); // what is left of the policy
-  work.budget_ms = time_left(st).count();
-  self->request(actor, time_left(st) + node_reply_grace, work_atom::value, std::move(work))
-    .then(
-      [self, sent = ++st.sent](section_outcome& outcome) {
-        auto& st = self->state;
-        if (sent != st.sent || !st.node)
-          return;
-        outcome.node = st.runtime.nodes->address(*st.node);
-        leave_node(self);
-        circuit_record(self, outcome.status != section_status::ok);
-        finish(self, std::move(outcome));
-      },
-      [self, sent = st.sent](caf::error& err) {
-        if (sent == self->state.sent && self->state.node)
-          node_failed(self, self->system().render(err));
-      });
+  slot.reset();
+  not_made(self, not_made_reason::circuit_open);
+  return std::nullopt;
 }
 
 /// An attempt: admitted by the guard, then run here, or sent to a cluster node when one is up and
 /// less busy.
 void execute(worker_ptr self) {
   auto& st = self->state;
-  if (!admitted(self))
+  auto slot = admit(self);
+  if (!slot)
     return;
   if (st.runtime.nodes) {
     auto where = st.runtime.nodes->place();
     if (where.node)
-      return run_remote(self, *where.node, std::move(where.actor));
+      return run_remote(self, *where.node, std::move(where.actor), std::move(*slot));
     if (!st.counted_local) {
       st.runtime.nodes->local_started();
       st.counted_local = true;
     }
   }
-  start_attempt(self);
+  start_attempt(self, std::move(*slot));
 }
 
 /// One call ended. The first `ok` wins the attempt and cancels the rest; a failure ends the
@@ -446,8 +345,7 @@ void call_ended(worker_ptr self, std::uint32_t seq, transfer_result&& result) {
   }
   const auto started = it->started;
   auto span = std::move(it->span);
-  st.calls.erase(it);
-  release_slot(self);
+  st.calls.erase(it); // its bulkhead slot goes back
   auto verdict = classify_answer(std::move(result), st.call.work.fields);
   const bool retryable = verdict.retryable;
   auto outcome = outcome_of(std::move(verdict));
@@ -469,51 +367,15 @@ void call_ended(worker_ptr self, std::uint32_t seq, transfer_result&& result) {
   retry_or_finish(self, retryable, std::move(outcome));
 }
 
-/// Cached sections ask the cache first: a hit or a joined flight needs no call of its own.
-void look_up(worker_ptr self) {
-  auto& st = self->state;
-  self->request(st.runtime.cache->shard_for(st.call.cache_key), time_left(st), lookup_atom::value,
-                st.call.cache_key)
-    .then(
-      [self](cache_answer& answer) {
-        section_outcome outcome;
-        switch (answer.what) {
-          case cache_answer::kind::lead:
-            count_cache(self, cache_event::miss);
-            return execute(self);
-          case cache_answer::kind::hit:
-            count_cache(self, cache_event::hit);
-            outcome.status = section_status::ok;
-            outcome.source = data_source::cache;
-            outcome.data = std::move(answer.data);
-            return reply(self, std::move(outcome));
-          case cache_answer::kind::joined:
-            count_cache(self, cache_event::coalesced);
-            outcome.status = answer.status;
-            outcome.attempts = answer.attempts; // the shared call's, as docs/cache.md says
-            outcome.last_http = answer.last_http;
-            outcome.detail = "joined another request's call";
-            if (answer.status == section_status::ok)
-              outcome.data = std::move(answer.data);
-            else
-              use_stale(self, outcome, std::move(answer.stale));
-            return reply(self, std::move(outcome));
-        }
-      },
-      [self](caf::error&) { execute(self); }); // no answer from the cache: call anyway
-}
+} // namespace worker_steps
 
-} // namespace
+using namespace worker_steps;
 
 section_worker_state::~section_worker_state() {
   for (auto& c : calls) {
     runtime.client->cancel(c.transfer);
     c.span.cancel();
-    if (call.guard)
-      call.guard->bulkhead.release();
   }
-  if (remote_slot)
-    call.guard->bulkhead.release();
   if (probe) { // the request ended before its probe did: the circuit opens again
     const auto to = call.guard->circuit->probe_ended(false, std::chrono::steady_clock::now());
     if (runtime.counters)

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "gather/answer/batch_response.hpp"
+#include "gather/ops/json_line.hpp"
 
 namespace gather {
 
@@ -31,6 +32,20 @@ nlohmann::json base_record(const std::string& request_id, const std::string& rou
   return record;
 }
 
+/// The fields every request's line starts with, written directly (the hot path: one line per request).
+json_line start_line(const std::string& request_id, const std::string& route, int status,
+                     std::int64_t ms, const std::string& trace_id, const char* proto) {
+  json_line line;
+  line.field("ts", unix_seconds()).field("request_id", request_id);
+  if (!trace_id.empty())
+    line.field("trace_id", trace_id);
+  line.field("route", route);
+  if (proto)
+    line.field("proto", proto);
+  line.field("status", status).field("ms", ms);
+  return line;
+}
+
 void emit(const nlohmann::json& record) {
   // replace: downstream text (error strings, paths) may hold invalid UTF-8; the log must not throw.
   write_log_line(record.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
@@ -48,26 +63,29 @@ void write_log_line(std::string json_line) {
 void log_request(const std::string& request_id, const std::string& trace_id, const std::string& route,
                  int status, std::int64_t ms, const std::vector<section_config>& sections,
                  const std::vector<section_outcome>& outcomes, const char* proto) {
-  auto record = base_record(request_id, route, status, ms, trace_id, proto);
-  auto& parts = record["sections"] = nlohmann::json::object();
+  json_line line = start_line(request_id, route, status, ms, trace_id, proto);
+  line.open("sections");
   for (std::size_t i = 0; i < sections.size(); ++i) {
     const auto& o = outcomes[i];
-    auto& part = parts[sections[i].name] = {{"status", to_string(o.status)},
-                                            {"source", to_string(o.source)},
-                                            {"attempts", o.attempts},
-                                            {"ms", o.ms}};
+    line.open(sections[i].name)
+      .field("status", to_string(o.status))
+      .field("source", to_string(o.source))
+      .field("attempts", o.attempts)
+      .field("ms", o.ms);
     if (o.last_http != 0)
-      part["http"] = o.last_http;
+      line.field("http", o.last_http);
     if (!o.detail.empty())
-      part["detail"] = o.detail;
+      line.field("detail", o.detail);
     if (!o.node.empty())
-      part["node"] = o.node;
+      line.field("node", o.node);
     if (o.hedges > 0)
-      part["hedges"] = o.hedges;
-    if (!o.not_made.empty())
-      part["not_made"] = o.not_made; // why a call was not made: max_concurrent, circuit_open, retry_budget
+      line.field("hedges", o.hedges);
+    if (o.not_made != not_made_reason::none)
+      line.field("not_made", to_string(o.not_made));
+    line.close();
   }
-  emit(record);
+  line.close();
+  write_log_line(std::move(line).done());
 }
 
 void log_batch_request(const std::string& request_id, const std::string& trace_id,
@@ -116,10 +134,10 @@ void log_batch_request(const std::string& request_id, const std::string& trace_i
 void log_request(const std::string& request_id, const std::string& route, int status,
                  std::int64_t ms, const std::string& detail, const std::string& trace_id,
                  const char* proto) {
-  auto record = base_record(request_id, route, status, ms, trace_id, proto);
+  json_line line = start_line(request_id, route, status, ms, trace_id, proto);
   if (!detail.empty())
-    record["detail"] = detail;
-  emit(record);
+    line.field("detail", detail);
+  write_log_line(std::move(line).done());
 }
 
 } // namespace gather

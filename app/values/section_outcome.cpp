@@ -23,4 +23,14 @@ const char* to_string(data_source source) {
   return "live";
 }
 
+const char* to_string(not_made_reason why) {
+  switch (why) {
+    case not_made_reason::none: return "";
+    case not_made_reason::max_concurrent: return "max_concurrent";
+    case not_made_reason::circuit_open: return "circuit_open";
+    case not_made_reason::retry_budget: return "retry_budget";
+  }
+  return "";
+}
+
 } // namespace gather

@@ -13,6 +13,7 @@
 
 #include "gather/config/config.hpp"
 #include "gather/downstream/downstream_client.hpp"
+#include "gather/resilience/concurrency_limit.hpp"
 #include "gather/tracing/call_span.hpp"
 #include "gather/values/gateway_stats.hpp"
 #include "gather/values/inbound_request.hpp"
@@ -84,6 +85,7 @@ struct running_call {
   std::uint64_t transfer = 0; ///< the client's id
   steady_time started;
   call_span span;             ///< its CLIENT span: hedges and retries each have their own
+  concurrency_limit::slot slot; ///< its place in the route section's bulkhead, while it runs
 };
 
 struct section_worker_state {
@@ -100,9 +102,9 @@ struct section_worker_state {
   steady_time attempt_started;
   section_outcome last_failure;     ///< what the section ends with when a retry is not made
   bool probe = false;               ///< this section is its circuit's half-open probe
-  bool remote_slot = false;         ///< holds a bulkhead slot for work running on a node
+  concurrency_limit::slot remote_slot; ///< the bulkhead slot of work running on a node
   std::int32_t hedges = 0;
-  std::string not_made;
+  not_made_reason not_made = not_made_reason::none;
   std::int32_t attempts = 0;
   steady_time started;
   std::optional<std::size_t> node; ///< the cluster node running the call now, if any

@@ -12,8 +12,13 @@ enum class section_status : std::uint8_t { ok, timeout, error, rejected, skipped
 /// `stale`: a failed call's expired cache entry stood in for the fallback (stale-if-error).
 enum class data_source : std::uint8_t { live, cache, fallback, stale };
 
+/// Why a call was not made (the log's `not_made`): the bulkhead was full, the circuit open, or the
+/// host's retry budget spent.
+enum class not_made_reason : std::uint8_t { none, max_concurrent, circuit_open, retry_budget };
+
 const char* to_string(section_status status);
 const char* to_string(data_source source);
+const char* to_string(not_made_reason why); ///< "" for none
 
 struct section_outcome {
   section_status status = section_status::skipped;
@@ -25,8 +30,7 @@ struct section_outcome {
   std::string detail;           ///< private reason, for the log only
   std::string node;             ///< the cluster node that made the calls; empty: this process
   std::int32_t hedges = 0;      ///< hedge calls made (counted in `attempts` too)
-  /// Why a call was not made: "max_concurrent", "circuit_open", "retry_budget"; empty: none.
-  std::string not_made;
+  not_made_reason not_made = not_made_reason::none;
 };
 
 template <class Inspector>

@@ -1,0 +1,77 @@
+// A section's attempt run on a cluster node (docs/cluster.md): it holds one bulkhead slot and counts
+// in the circuit as one attempt; a node that dies or goes quiet fails it like a connection error.
+#include <caf/all.hpp>
+
+#include "gather/actors/messages.hpp"
+#include "gather/cluster/cluster.hpp"
+#include "gather/resilience/section_guards.hpp"
+#include "gather/values/atoms.hpp"
+#include "section_worker_steps.hpp"
+
+namespace gather::worker_steps {
+
+namespace {
+
+/// How much longer than the request's remaining time a worker waits for its node's reply: the
+/// node's own timeouts are exact, so this covers only the network and scheduling.
+constexpr millis node_reply_grace{200};
+
+void leave_node(worker_ptr self) {
+  auto& st = self->state;
+  if (!st.node)
+    return;
+  st.runtime.nodes->ended(*st.node);
+  self->demonitor(st.node_actor);
+  st.node.reset();
+  st.node_actor = nullptr;
+  st.remote_slot.reset();
+}
+
+} // namespace
+
+/// The node running the call died or stopped answering: like a connection error, retried (on
+/// another node or here) where the policy and the deadline allow, else an error at once.
+void node_failed(worker_ptr self, const std::string& why) {
+  auto& st = self->state;
+  const auto node = *st.node;
+  leave_node(self);
+  circuit_record(self, true);
+  section_outcome outcome;
+  outcome.status = section_status::error;
+  outcome.node = st.runtime.nodes->address(node);
+  outcome.detail = "node " + outcome.node + ": " + why;
+  retry_or_finish(self, true, std::move(outcome));
+}
+
+/// Work on a node holds one bulkhead slot and counts in the circuit as one attempt; the node makes
+/// its calls (and retries) itself, without hedges (docs/resilience.md).
+void run_remote(worker_ptr self, std::size_t node, caf::actor actor, concurrency_limit::slot slot) {
+  auto& st = self->state;
+  st.node = node;
+  st.node_actor = actor;
+  st.remote_slot = std::move(slot);
+  if (st.call.guard && st.attempts == 0)
+    st.call.guard->budget.first_attempt(clock::now());
+  st.runtime.nodes->started(node);
+  self->monitor(actor); // a dead node fails its work now, not at the request's timeout
+  auto work = st.call.work;
+  work.attempts = std::max(1, work.attempts - st.attempts); // what is left of the policy
+  work.budget_ms = time_left(st).count();
+  self->request(actor, time_left(st) + node_reply_grace, work_atom::value, std::move(work))
+    .then(
+      [self, sent = ++st.sent](section_outcome& outcome) {
+        auto& st = self->state;
+        if (sent != st.sent || !st.node)
+          return;
+        outcome.node = st.runtime.nodes->address(*st.node);
+        leave_node(self);
+        circuit_record(self, outcome.status != section_status::ok);
+        finish(self, std::move(outcome));
+      },
+      [self, sent = st.sent](caf::error& err) {
+        if (sent == self->state.sent && self->state.node)
+          node_failed(self, self->system().render(err));
+      });
+}
+
+} // namespace gather::worker_steps

@@ -1,0 +1,35 @@
+// The section worker's steps that its three files share: section_worker.cpp (the actor, its
+// attempts, calls, hedges, retries and guard), section_worker_cache.cpp (a cached section's
+// lookup and flight), section_worker_remote.cpp (an attempt run on a cluster node).
+#pragma once
+
+#include <caf/stateful_actor.hpp>
+
+#include "gather/actors/section_worker.hpp"
+
+namespace gather::worker_steps {
+
+using clock = std::chrono::steady_clock;
+using worker_ptr = caf::stateful_actor<section_worker_state>*;
+
+/// What is left until the request's deadline, at least 1 ms.
+millis time_left(const section_worker_state& st);
+/// Answers the coordinator once, then quits.
+void reply(worker_ptr self, section_outcome outcome);
+/// The section's end: its counts into the outcome, through the cache flight if it leads one.
+void finish(worker_ptr self, section_outcome outcome);
+/// An attempt: admitted by the guard, then run here or on a cluster node.
+void execute(worker_ptr self);
+void retry_or_finish(worker_ptr self, bool retryable, section_outcome outcome);
+/// An attempt admitted by the circuit ended: it counts in the window, or it was the probe.
+void circuit_record(worker_ptr self, bool failed);
+
+// section_worker_cache.cpp
+void look_up(worker_ptr self);
+void finish_flight(worker_ptr self, section_outcome outcome);
+
+// section_worker_remote.cpp
+void run_remote(worker_ptr self, std::size_t node, caf::actor actor, concurrency_limit::slot slot);
+void node_failed(worker_ptr self, const std::string& why);
+
+} // namespace gather::worker_steps

@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Allocations per request, a count that does not depend on the machine's load: `perf stat` on the
+# malloc uprobe over a whole gateway run of N sequential keep-alive requests (curl's URL globbing),
+# minus an idle run of the same config. Needs root (uprobes) and linux-perf.
+#
+#   bench/mallocs.sh [SECTIONS [N]]    (default 1 section, 1000 requests; GATHER_BIN as run.sh)
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+BIN=${GATHER_BIN:-$ROOT/build/gather}
+SECTIONS=${1:-1}
+N=${2:-1000}
+WORK=$(mktemp -d)
+LIBC=$(ldd "$BIN" | awk '/libc.so/ {print $3}')
+perf probe -q -x "$LIBC" malloc 2>/dev/null || true # exists already: fine
+cat > "$WORK/down.py" <<'PY'
+import http.server, sys
+class H(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    def do_GET(self):
+        body = b'{"id":42,"name":"x"}'
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+    def log_message(self, *a): pass
+server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
+print(server.server_address[1], flush=True)
+server.serve_forever()
+PY
+python3 "$WORK/down.py" > "$WORK/down.port" &
+DOWN=$!
+trap 'kill $DOWN 2>/dev/null; rm -rf "$WORK"' EXIT
+until [[ -s $WORK/down.port ]]; do sleep 0.05; done
+DPORT=$(cat "$WORK/down.port")
+python3 - "$SECTIONS" "$DPORT" > "$WORK/config.json" <<'PY'
+import json, sys
+n, port = int(sys.argv[1]), sys.argv[2]
+print(json.dumps({"listen": "127.0.0.1:0", "routes": [{"path": "/p", "sections": [
+    {"name": "s%d" % i, "url": "http://127.0.0.1:%s/s%d" % (port, i), "timeout_ms": 1000, "required": True}
+    for i in range(n)]}]}))
+PY
+count() { # count REQUESTS: malloc calls over one whole run
+  local out=$WORK/out stat=$WORK/stat port=""
+  : > "$out"
+  perf stat -x, -o "$stat" -e probe_libc:malloc "$BIN" serve --config "$WORK/config.json" > "$out" 2>/dev/null &
+  local pid=$!
+  until [[ -n $port ]]; do sleep 0.05; port=$(sed -n 's#^listening on http://[0-9.]*:\([0-9]*\)$#\1#p' "$out"); done
+  (($1 > 0)) && curl -sf -o /dev/null "http://127.0.0.1:$port/p?n=[1-$1]"
+  pkill -INT -P "$pid" || true
+  wait "$pid" || true
+  grep malloc "$stat" | cut -d, -f1
+}
+idle=$(count 0)
+busy=$(count "$N")
+echo "sections=$SECTIONS requests=$N mallocs/request=$(( (busy - idle) / N )) (idle run $idle, busy run $busy)"
