@@ -268,7 +268,13 @@ TEST_CASE("rate limit: 20,000 distinct keys against max_keys 1000 keep the gatew
   spray(2000, 20000);
   const auto after = rss_kb();
   INFO("RSS before " << before << " kB, after " << after << " kB");
+#if defined(__SANITIZE_ADDRESS__)
+  // ASan keeps freed memory in its quarantine (256 MB by default) and shadows every byte: RSS
+  // under it says nothing about the table. The plain build checks the bound.
+  WARN("under AddressSanitizer the RSS bound is not checked (RSS grew " << after - before << " kB)");
+#else
   CHECK(after - before < 2048);
+#endif
   // The first keys were forgotten: their buckets are full again.
   CHECK(client.Get("/r", {{"X-Api-Key", "key-0"}})->status == 200);
   std::remove(file.c_str());
