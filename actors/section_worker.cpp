@@ -39,7 +39,9 @@
 #include "gather/actors/messages.hpp"
 #include "gather/ops/metrics.hpp"
 #include "gather/downstream/retry_rule.hpp"
+#include "gather/actors/process_services.hpp"
 #include "gather/actors/section_cache.hpp"
+#include "gather/actors/serving_config.hpp"
 #include "gather/resilience/section_guards.hpp"
 
 #include <algorithm>
@@ -58,7 +60,7 @@ void reply(worker_ptr self, section_outcome outcome) {
   outcome.ms = std::chrono::duration_cast<millis>(clock::now() - st.started).count();
   // The coordinator may have answered already: this reply then lands on a dead mailbox.
   if (st.call.answered->load())
-    st.runtime.stats->late_replies.fetch_add(1, std::memory_order_relaxed);
+    st.services->stats.late_replies.fetch_add(1, std::memory_order_relaxed);
   st.promise.deliver(std::move(outcome));
   st.promised = false;
   self->quit();
@@ -79,8 +81,8 @@ void finish(worker_ptr self, section_outcome outcome) {
 void count_attempt(worker_ptr self, bool retry) {
   auto& st = self->state;
   ++st.attempts;
-  if (retry && st.runtime.counters)
-    st.runtime.counters->retry(st.call.route, st.call.index);
+  if (retry && st.call.guard)
+    st.serving->counters.retry(st.call.route, st.call.index);
   self->send(st.coordinator, attempt_atom::value, st.call.index);
 }
 
@@ -90,8 +92,7 @@ void count_attempt(worker_ptr self, bool retry) {
 
 void circuit_moved(worker_ptr self, circuit_breaker::state to) {
   auto& st = self->state;
-  if (st.runtime.counters)
-    st.runtime.counters->circuit_moved(st.call.route, st.call.index, to);
+  st.serving->counters.circuit_moved(st.call.route, st.call.index, to);
 }
 
 /// An attempt admitted by the circuit ended: it counts in the window, or it was the probe.
@@ -118,8 +119,7 @@ bool budget_allows_extra(worker_ptr self) {
   if (!st.call.guard || st.call.guard->budget.try_extra(clock::now()))
     return true;
   st.not_made = not_made_reason::retry_budget;
-  if (st.runtime.counters)
-    st.runtime.counters->budget_denied(st.call.route, st.call.index);
+  st.serving->counters.budget_denied(st.call.route, st.call.index);
   return false;
 }
 
@@ -156,13 +156,13 @@ void launch_call(worker_ptr self, bool retry, concurrency_limit::slot slot) {
   if (!st.call.work.deadline_header.empty())
     request.headers.push_back(
         deadline_header_line(st.call.work.deadline_header, left, st.call.deadline - now));
-  auto span = call_span::begin(st.runtime.spans, request.headers, st.call.name, st.attempts);
+  auto span = call_span::begin(&st.services->spans, request.headers, st.call.name, st.attempts);
   const auto seq = ++st.next_seq;
   if (st.attempt_calls++ == 0)
     st.attempt_first = seq;
   auto me = caf::actor_cast<caf::actor>(self);
   auto answered = st.call.answered;
-  auto* stats = st.runtime.stats;
+  auto* stats = &st.services->stats;
   // The hedge timer is the call's own transfer timer (downstream_client.hpp): a call that answers
   // in time costs no timer, message or wake-up for the hedge it did not need.
   if (const auto delay = hedge_delay(st, now)) {
@@ -173,7 +173,7 @@ void launch_call(worker_ptr self, bool retry, concurrency_limit::slot slot) {
     };
   }
   // Runs on an event loop's thread: count or forward, nothing else.
-  auto transfer = st.runtime.client->submit(
+  auto transfer = st.services->client.submit(
       std::move(request), [me, answered, stats, seq](transfer_result&& r) {
         if (answered->load())
           stats->late_replies.fetch_add(1, std::memory_order_relaxed);
@@ -189,7 +189,7 @@ void launch_call(worker_ptr self, bool retry, concurrency_limit::slot slot) {
 bool origin_allowed(worker_ptr self) {
   auto& st = self->state;
   std::string origin;
-  if (!st.runtime.origins || st.runtime.origins->allows(st.call.work.url, origin))
+  if (st.services->origins.allows(st.call.work.url, origin))
     return true;
   std::string request_id;
   for (const auto& header : st.call.work.headers)
@@ -239,7 +239,7 @@ void on_hedge(worker_ptr self, std::uint32_t attempt) {
 void cancel_calls(worker_ptr self) {
   auto& st = self->state;
   for (auto& call : st.calls) {
-    st.runtime.client->cancel(call.transfer);
+    st.services->client.cancel(call.transfer);
     call.span.cancel();
   }
   st.calls.clear();
@@ -275,8 +275,8 @@ void not_made(worker_ptr self, not_made_reason why) {
     outcome.detail += std::string{"; no retry: "} + to_string(why);
     return finish(self, std::move(outcome));
   }
-  if (st.runtime.counters)
-    st.runtime.counters->rejected(st.call.route, st.call.index,
+  if (st.call.guard)
+    st.serving->counters.rejected(st.call.route, st.call.index,
                                   why == not_made_reason::circuit_open ? reject_reason::circuit_open
                                                                        : reject_reason::max_concurrent);
   section_outcome outcome;
@@ -321,12 +321,12 @@ void execute(worker_ptr self) {
   auto slot = admit(self);
   if (!slot)
     return;
-  if (st.runtime.nodes) {
-    auto where = st.runtime.nodes->place();
+  if (st.services->nodes.has_nodes()) {
+    auto where = st.services->nodes.place();
     if (where.node)
       return run_remote(self, *where.node, std::move(where.actor), std::move(*slot));
     if (!st.counted_local) {
-      st.runtime.nodes->local_started();
+      st.services->nodes.local_started();
       st.counted_local = true;
     }
   }
@@ -340,7 +340,7 @@ void call_ended(worker_ptr self, std::uint32_t seq, transfer_result&& result) {
   auto it = std::find_if(st.calls.begin(), st.calls.end(),
                          [seq](const running_call& c) { return c.seq == seq; });
   if (it == st.calls.end()) { // cancelled while its answer was already on the way
-    st.runtime.stats->late_replies.fetch_add(1, std::memory_order_relaxed);
+    st.services->stats.late_replies.fetch_add(1, std::memory_order_relaxed);
     return;
   }
   const auto started = it->started;
@@ -355,8 +355,8 @@ void call_ended(worker_ptr self, std::uint32_t seq, transfer_result&& result) {
     if (guard && guard->latencies)
       guard->latencies->record(
           std::chrono::duration_cast<std::chrono::microseconds>(clock::now() - started));
-    if (st.attempt_calls > 1 && st.runtime.counters)
-      st.runtime.counters->hedge(st.call.route, st.call.index, seq != st.attempt_first);
+    if (st.attempt_calls > 1)
+      st.serving->counters.hedge(st.call.route, st.call.index, seq != st.attempt_first);
     cancel_calls(self);
     circuit_record(self, false);
     return finish(self, std::move(outcome));
@@ -373,29 +373,30 @@ using namespace worker_steps;
 
 section_worker_state::~section_worker_state() {
   for (auto& c : calls) {
-    runtime.client->cancel(c.transfer);
+    services->client.cancel(c.transfer);
     c.span.cancel();
   }
   if (probe) { // the request ended before its probe did: the circuit opens again
     const auto to = call.guard->circuit->probe_ended(false, std::chrono::steady_clock::now());
-    if (runtime.counters)
-      runtime.counters->circuit_moved(call.route, call.index, to);
+    serving->counters.circuit_moved(call.route, call.index, to);
   }
   if (node)
-    runtime.nodes->ended(*node);
+    services->nodes.ended(*node);
   if (counted_local)
-    runtime.nodes->local_ended();
-  if (runtime.stats)
-    runtime.stats->workers.fetch_sub(1, std::memory_order_relaxed);
+    services->nodes.local_ended();
+  if (services)
+    services->stats.workers.fetch_sub(1, std::memory_order_relaxed);
 }
 
 caf::behavior section_worker(caf::stateful_actor<section_worker_state>* self, caf::actor coordinator,
-                             section_runtime runtime, section_call call) {
+                             const process_services& services,
+                             std::shared_ptr<const serving_config> serving, section_call call) {
   auto& st = self->state;
-  st.runtime = runtime;
+  st.services = &services;
+  st.serving = std::move(serving);
   st.call = std::move(call);
   st.coordinator = coordinator;
-  st.runtime.stats->workers.fetch_add(1, std::memory_order_relaxed);
+  services.stats.workers.fetch_add(1, std::memory_order_relaxed);
   self->monitor(coordinator);
   self->set_down_handler([self](caf::down_msg& down) {
     auto& st = self->state;
@@ -415,7 +416,7 @@ caf::behavior section_worker(caf::stateful_actor<section_worker_state>* self, ca
       st.promise = self->make_response_promise<section_outcome>();
       st.promised = true;
       st.started = clock::now();
-      if (st.runtime.cache && !st.call.cache_key.empty())
+      if (!st.call.cache_key.empty())
         look_up(self);
       else
         execute(self);

@@ -5,6 +5,8 @@
 #include "gather/actors/messages.hpp"
 #include "gather/cluster/cluster.hpp"
 #include "gather/resilience/section_guards.hpp"
+#include "gather/actors/process_services.hpp"
+#include "gather/actors/serving_config.hpp"
 #include "gather/values/atoms.hpp"
 #include "section_worker_steps.hpp"
 
@@ -20,7 +22,7 @@ void leave_node(worker_ptr self) {
   auto& st = self->state;
   if (!st.node)
     return;
-  st.runtime.nodes->ended(*st.node);
+  st.services->nodes.ended(*st.node);
   self->demonitor(st.node_actor);
   st.node.reset();
   st.node_actor = nullptr;
@@ -38,7 +40,7 @@ void node_failed(worker_ptr self, const std::string& why) {
   circuit_record(self, true);
   section_outcome outcome;
   outcome.status = section_status::error;
-  outcome.node = st.runtime.nodes->address(node);
+  outcome.node = st.services->nodes.address(node);
   outcome.detail = "node " + outcome.node + ": " + why;
   retry_or_finish(self, true, std::move(outcome));
 }
@@ -52,7 +54,7 @@ void run_remote(worker_ptr self, std::size_t node, caf::actor actor, concurrency
   st.remote_slot = std::move(slot);
   if (st.call.guard && st.attempts == 0)
     st.call.guard->budget.first_attempt(clock::now());
-  st.runtime.nodes->started(node);
+  st.services->nodes.started(node);
   self->monitor(actor); // a dead node fails its work now, not at the request's timeout
   auto work = st.call.work;
   work.attempts = std::max(1, work.attempts - st.attempts); // what is left of the policy
@@ -63,7 +65,7 @@ void run_remote(worker_ptr self, std::size_t node, caf::actor actor, concurrency
         auto& st = self->state;
         if (sent != st.sent || !st.node)
           return;
-        outcome.node = st.runtime.nodes->address(*st.node);
+        outcome.node = st.services->nodes.address(*st.node);
         leave_node(self);
         circuit_record(self, outcome.status != section_status::ok);
         finish(self, std::move(outcome));

@@ -22,33 +22,9 @@
 
 namespace gather {
 
-class metrics;
-class inflight_registry;
-class section_cache;
-class cluster;
-class section_guards;
 struct section_guard;
-class span_exporter;
-class origin_allowlist;
 struct serving_config;
-
-/// What the process gives every worker: where to send calls and what to count.
-struct section_runtime {
-  downstream_client* client = nullptr;
-  gateway_stats* stats = nullptr;
-  metrics* counters = nullptr;       ///< `serving`'s; null on a cluster node
-  inflight_registry* inflight = nullptr;
-  section_cache* cache = nullptr;    ///< null on a cluster node
-  cluster* nodes = nullptr;          ///< null without a cluster, and on a cluster node
-  std::size_t max_response_bytes = 8 * 1024 * 1024; ///< `serving`'s
-  section_guards* guards = nullptr;  ///< null on a cluster node (the gateway guards its calls)
-  const std::string* deadline_header = nullptr; ///< the config's; null or empty: none
-  span_exporter* spans = nullptr;    ///< null without tracing, and on a cluster node
-  const origin_allowlist* origins = nullptr; ///< on a cluster node: what it may call (else null)
-  /// The configuration generation the request began on (null on a cluster node): every actor of
-  /// the request holds it, so its routes and `counters` outlive the request's last actor.
-  std::shared_ptr<const serving_config> serving{};
-};
+struct process_services;
 
 /// One section of one request, resolved: what to call, plus what only this process needs.
 struct section_call {
@@ -63,16 +39,17 @@ struct section_call {
   std::string cache_key;
   millis cache_ttl{0};
   millis stale_ttl{0};
-  /// The route section's bulkhead, circuit, latencies and retry budget; null: none (a node).
+  /// The route section's bulkhead, circuit, latencies and retry budget. Null for a node's call:
+  /// it is no route section of the node's; the gateway that sent it guards and counts it.
   section_guard* guard = nullptr;
 };
 
-/// Resolves section `index` of route `route` (in `runtime.serving`) for one request whose URL
-/// rendered to `url`.
+/// Resolves section `index` of route `route` (in `serving`, the request's generation) for one
+/// request whose URL rendered to `url`.
 section_call make_section_call(const section_config& section, std::size_t route, std::size_t index,
                                std::string url, const inbound_request& in, steady_time deadline,
                                std::shared_ptr<std::atomic<bool>> answered,
-                               const section_runtime& runtime);
+                               const serving_config& serving);
 
 /// "Name: N": the deadline header of a call that may take `call_timeout` with `left` until the
 /// request's deadline: the smaller of the two in whole milliseconds, at least 1.
@@ -89,7 +66,10 @@ struct running_call {
 };
 
 struct section_worker_state {
-  section_runtime runtime;
+  const process_services* services = nullptr; ///< set when spawned, never null afterwards
+  /// The generation the request began on: every actor of the request holds it, so its routes,
+  /// guards and counters outlive the request's last actor. A node's: a generation of no routes.
+  std::shared_ptr<const serving_config> serving;
   section_call call;
   caf::actor coordinator;
   caf::typed_response_promise<section_outcome> promise;
@@ -120,6 +100,7 @@ struct section_worker_state {
 /// transfer and quits. Answers `run_atom` once with a section_outcome. On a cluster node the
 /// "coordinator" is the gateway-side worker that sent the work.
 caf::behavior section_worker(caf::stateful_actor<section_worker_state>* self, caf::actor coordinator,
-                             section_runtime runtime, section_call call);
+                             const process_services& services,
+                             std::shared_ptr<const serving_config> serving, section_call call);
 
 } // namespace gather
