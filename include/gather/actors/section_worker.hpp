@@ -12,9 +12,8 @@
 #include <caf/typed_response_promise.hpp>
 
 #include "gather/config/config.hpp"
+#include "gather/actors/section_attempts.hpp"
 #include "gather/downstream/downstream_client.hpp"
-#include "gather/resilience/concurrency_limit.hpp"
-#include "gather/tracing/call_span.hpp"
 #include "gather/values/gateway_stats.hpp"
 #include "gather/values/inbound_request.hpp"
 #include "gather/values/section_outcome.hpp"
@@ -56,43 +55,31 @@ section_call make_section_call(const section_config& section, std::size_t route,
 std::string deadline_header_line(const std::string& name, millis call_timeout,
                                  std::chrono::nanoseconds left);
 
-/// One downstream call of the current attempt (the first call, or a hedge).
-struct running_call {
-  std::uint32_t seq = 0;      ///< tells its completion from another call's
-  std::uint64_t transfer = 0; ///< the client's id
-  steady_time started;
-  call_span span;             ///< its CLIENT span: hedges and retries each have their own
-  concurrency_limit::slot slot; ///< its place in the route section's bulkhead, while it runs
-};
-
 struct section_worker_state {
   const process_services* services = nullptr; ///< set when spawned, never null afterwards
   /// The generation the request began on: every actor of the request holds it, so its routes,
   /// guards and counters outlive the request's last actor. A node's: a generation of no routes.
   std::shared_ptr<const serving_config> serving;
-  section_call call;
+  section_call call; ///< its guard points into `serving`, declared before what holds its slots
   caf::actor coordinator;
   caf::typed_response_promise<section_outcome> promise;
   bool promised = false;
-  std::vector<running_call> calls; ///< of the current attempt, in the order they started
+  live_count alive;                 ///< in gateway_stats::workers while the worker lives
+  // What the worker started ends itself when the state goes (section_attempts.hpp): the worker
+  // needs no destructor, however it ends.
+  hedged_attempt attempt;           ///< the attempt running here now, if any
+  std::optional<remote_run> remote; ///< the attempt running on a cluster node now, if any
+  std::optional<local_run> local;   ///< counted in the cluster's local share (it has nodes)
+  circuit_probe probe;              ///< set when this section is its circuit's half-open probe
   std::uint32_t next_seq = 0;
   std::uint32_t attempt_no = 0;     ///< attempts started here: a hedge timer names its attempt
-  std::uint32_t attempt_first = 0;  ///< seq of the attempt's first call
-  std::int32_t attempt_calls = 0;   ///< calls of the current attempt so far
-  steady_time attempt_started;
   section_outcome last_failure;     ///< what the section ends with when a retry is not made
-  bool probe = false;               ///< this section is its circuit's half-open probe
-  concurrency_limit::slot remote_slot; ///< the bulkhead slot of work running on a node
   std::int32_t hedges = 0;
   not_made_reason not_made = not_made_reason::none;
   std::int32_t attempts = 0;
   steady_time started;
-  std::optional<std::size_t> node; ///< the cluster node running the call now, if any
-  caf::actor node_actor;
   std::uint32_t sent = 0;          ///< work sent to nodes so far: tells a stale answer from the current one
-  bool counted_local = false;      ///< counted in the cluster's local share
 
-  ~section_worker_state(); ///< cancels the calls still in flight (the worker quit or was killed)
   static inline const char* name = "section_worker";
 };
 
