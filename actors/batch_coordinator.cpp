@@ -35,6 +35,8 @@
 #include "gather/downstream/downstream_answer.hpp"
 #include "gather/downstream/downstream_request.hpp"
 #include "gather/actors/messages.hpp"
+#include "gather/actors/process_services.hpp"
+#include "gather/actors/serving_config.hpp"
 #include "gather/ops/metrics.hpp"
 #include "gather/downstream/retry_rule.hpp"
 
@@ -76,7 +78,7 @@ void open_stream(batch_ptr self) {
     st.rows_of_call[job.plan.call_of_row[row]].push_back(row);
   http_reply head;
   head.content_type = media_type(job.format);
-  job.runtime.counters->streamed(job.route_index, job.format);
+  job.serving->counters.streamed(job.route_index, job.format);
   job.reply->open(std::move(head));
 }
 
@@ -102,20 +104,21 @@ void answer(batch_ptr self) {
 
 void start_attempt(batch_ptr self, std::size_t c) {
   auto& st = self->state;
-  const auto& runtime = st.job->runtime;
+  auto& services = st.job->services;
+  const auto& serving = *st.job->serving;
   if (++st.outcomes[c].attempts == 1 && st.budget)
     st.budget->first_attempt(clock::now());
   transfer_request request{st.job->plan.urls[c], st.headers, batch_of(st).timeout,
-                           runtime.max_response_bytes};
-  if (runtime.deadline_header && !runtime.deadline_header->empty())
-    request.headers.push_back(deadline_header_line(*runtime.deadline_header, batch_of(st).timeout,
+                           serving.max_response_bytes()};
+  if (!serving.deadline_header().empty())
+    request.headers.push_back(deadline_header_line(serving.deadline_header(), batch_of(st).timeout,
                                                    st.deadline - clock::now()));
-  st.spans[c] = call_span::begin(runtime.spans, request.headers, "batch", st.outcomes[c].attempts);
+  st.spans[c] = call_span::begin(&services.spans, request.headers, "batch", st.outcomes[c].attempts);
   auto me = caf::actor_cast<caf::actor>(self);
   auto answered = st.answered;
-  auto* stats = runtime.stats;
+  auto* stats = &services.stats;
   // Runs on an event loop's thread: count or forward, nothing else.
-  st.transfers[c] = runtime.client->submit(
+  st.transfers[c] = services.client.submit(
     std::move(request), [me, c, answered, stats](transfer_result&& r) {
       if (answered->load())
         stats->late_replies.fetch_add(1, std::memory_order_relaxed);
@@ -203,25 +206,23 @@ batch_coordinator_state::~batch_coordinator_state() {
     return;
   for (std::size_t c = 0; c < transfers.size(); ++c)
     if (transfers[c] != 0) {
-      job->runtime.client->cancel(transfers[c]);
+      job->services.client.cancel(transfers[c]);
       spans[c].cancel();
     }
-  job->runtime.stats->coordinators.fetch_sub(1, std::memory_order_relaxed);
+  job->services.stats.coordinators.fetch_sub(1, std::memory_order_relaxed);
 }
 
 caf::behavior batch_coordinator(caf::stateful_actor<batch_coordinator_state>* self,
                                 std::shared_ptr<const batch_job> job) {
   auto& st = self->state;
   const auto calls = job->plan.urls.size();
-  job->runtime.stats->coordinators.fetch_add(1, std::memory_order_relaxed);
+  job->services.stats.coordinators.fetch_add(1, std::memory_order_relaxed);
   st.job = std::move(job);
   const auto& batch = batch_of(st);
   st.deadline = st.job->deadline;
   st.headers = downstream_headers(batch.forward_headers, st.job->inbound);
-  if (st.job->runtime.deadline_header)
-    drop_header(st.headers, *st.job->runtime.deadline_header);
-  if (st.job->runtime.guards)
-    st.budget = &st.job->runtime.guards->batch_budget(st.job->route_index);
+  drop_header(st.headers, st.job->serving->deadline_header());
+  st.budget = &st.job->serving->guards.batch_budget(st.job->route_index);
   st.phases.assign(calls, phase::waiting);
   st.outcomes.resize(calls);
   st.started.resize(calls);
@@ -234,7 +235,7 @@ caf::behavior batch_coordinator(caf::stateful_actor<batch_coordinator_state>* se
       auto& st = self->state;
       if (!st.answered->exchange(true)) {
         const auto& job = *st.job;
-        job.runtime.stats->client_gone.fetch_add(1, std::memory_order_relaxed);
+        job.services.stats.client_gone.fetch_add(1, std::memory_order_relaxed);
         job.reply->record().finish(499, job.plan, st.outcomes);
       }
       self->quit(msg.reason);

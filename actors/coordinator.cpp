@@ -34,6 +34,7 @@
 #include "gather/values/atoms.hpp"
 #include "gather/downstream/downstream_request.hpp"
 #include "gather/actors/messages.hpp"
+#include "gather/actors/process_services.hpp"
 #include "gather/actors/serving_config.hpp"
 #include "gather/ops/metrics.hpp"
 #include "gather/config/url_template.hpp"
@@ -90,7 +91,7 @@ void send_events(coordinator_ptr self) {
     st.opened = true;
     http_reply head;
     head.content_type = media_type(job.format);
-    job.runtime.counters->streamed(job.route_index, job.format);
+    job.serving->counters.streamed(job.route_index, job.format);
     job.reply->open(std::move(head));
   }
   for (auto& event : st.pending)
@@ -130,7 +131,7 @@ void hung_up(coordinator_ptr self) {
   const auto& job = *st.job;
   st.answered->store(true);
   cancel_open(st, "cancelled: the client hung up");
-  job.runtime.stats->client_gone.fetch_add(1, std::memory_order_relaxed);
+  job.services.stats.client_gone.fetch_add(1, std::memory_order_relaxed);
   job.reply->record().finish(499, job.route->sections, st.outcomes);
 }
 
@@ -194,9 +195,9 @@ void launch(coordinator_ptr self, std::size_t i) {
   if (!url)
     return finish(st, i, skipped("a field the url reads is absent or not a scalar"));
   auto call = make_section_call(section, st.job->route_index, i, std::move(*url), st.job->inbound,
-                                st.deadline, st.answered, st.job->runtime);
-  auto worker = self->spawn(section_worker, caf::actor_cast<caf::actor>(self), st.job->runtime,
-                            std::move(call));
+                                st.deadline, st.answered, *st.job->serving);
+  auto worker = self->spawn(section_worker, caf::actor_cast<caf::actor>(self),
+                            std::ref(st.job->services), st.job->serving, std::move(call));
   st.phases[i] = phase::running;
   st.started[i] = clock::now();
   // No timeout on this request: the worker's attempts have exact timeouts of their own (the client's),
@@ -272,21 +273,21 @@ void on_deadline(coordinator_ptr self) {
 coordinator_state::~coordinator_state() {
   if (!job)
     return;
-  job->runtime.stats->coordinators.fetch_sub(1, std::memory_order_relaxed);
-  job->runtime.inflight->remove(inflight.get());
+  job->services.stats.coordinators.fetch_sub(1, std::memory_order_relaxed);
+  job->services.inflight.remove(inflight.get());
 }
 
 caf::behavior coordinator(caf::stateful_actor<coordinator_state>* self,
                           std::shared_ptr<const aggregate_job> job) {
   auto& st = self->state;
   const auto n = job->route->sections.size();
-  job->runtime.stats->coordinators.fetch_add(1, std::memory_order_relaxed);
+  job->services.stats.coordinators.fetch_add(1, std::memory_order_relaxed);
   st.job = std::move(job);
   // The entry shares the generation's ownership: /debug/actors may read its route after the request.
   st.inflight = std::make_shared<inflight_entry>(
-    st.job->inbound.request_id, std::shared_ptr<const route_config>(st.job->runtime.serving, st.job->route),
+    st.job->inbound.request_id, std::shared_ptr<const route_config>(st.job->serving, st.job->route),
     st.job->inbound.arrived);
-  st.job->runtime.inflight->add(st.inflight);
+  st.job->services.inflight.add(st.inflight);
   st.deadline = st.job->deadline;
   st.phases.assign(n, phase::waiting);
   st.outcomes.resize(n);

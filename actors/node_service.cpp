@@ -15,18 +15,19 @@
 
 namespace gather {
 
-caf::behavior node_service(caf::event_based_actor* self, section_runtime runtime) {
+caf::behavior node_service(caf::event_based_actor* self, const process_services& services,
+                           std::shared_ptr<const serving_config> serving) {
   return {
     [](hello_atom, std::int32_t) -> caf::result<hello_atom, std::int32_t> {
       return {hello_atom::value, cluster_protocol_version};
     },
-    [self, runtime](work_atom, section_work& work) {
+    [self, &services, serving](work_atom, section_work& work) {
       auto requester = caf::actor_cast<caf::actor>(self->current_sender());
       section_call call;
       call.deadline = std::chrono::steady_clock::now() + millis{work.budget_ms};
       call.work = std::move(work);
       call.answered = std::make_shared<std::atomic<bool>>(false);
-      auto worker = self->spawn(section_worker, requester, runtime, std::move(call));
+      auto worker = self->spawn(section_worker, requester, std::ref(services), serving, std::move(call));
       return self->delegate(worker, run_atom::value);
     },
   };

@@ -11,14 +11,14 @@ namespace gather {
 section_call make_section_call(const section_config& section, std::size_t route, std::size_t index,
                                std::string url, const inbound_request& in, steady_time deadline,
                                std::shared_ptr<std::atomic<bool>> answered,
-                               const section_runtime& runtime) {
+                               const serving_config& serving) {
   section_call call;
   auto& work = call.work;
   work.url = std::move(url);
   work.headers = downstream_headers(section.forward_headers, in);
-  if (runtime.deadline_header && !runtime.deadline_header->empty()) {
+  if (!serving.deadline_header().empty()) {
     // The gateway's own value replaces a forwarded one of the same name (docs/resilience.md).
-    work.deadline_header = *runtime.deadline_header;
+    work.deadline_header = serving.deadline_header();
     drop_header(work.headers, work.deadline_header);
   }
   work.timeout_ms = section.timeout.count();
@@ -26,15 +26,14 @@ section_call make_section_call(const section_config& section, std::size_t route,
   work.backoff_ms = section.retry.backoff.count();
   work.multiplier = section.retry.multiplier;
   work.fields = section.fields;
-  work.max_response_bytes = runtime.max_response_bytes;
+  work.max_response_bytes = serving.max_response_bytes();
   work.budget_ms = std::chrono::duration_cast<millis>(deadline - std::chrono::steady_clock::now()).count();
   call.route = route;
   call.index = index;
   call.name = section.name;
   call.deadline = deadline;
   call.answered = std::move(answered);
-  if (runtime.guards)
-    call.guard = &runtime.guards->section(route, index);
+  call.guard = &serving.guards.section(route, index);
   if (section.cache_ttl.count() > 0) {
     // Keyed by the forwarded headers' values too (the claim headers of a route with auth among
     // them): two tenants, or two users, never see each other's data. Claims in the URL are in it.
@@ -42,7 +41,7 @@ section_call make_section_call(const section_config& section, std::size_t route,
     for (const auto& name : forwarded_names(section.forward_headers, in))
       for (auto [it, end] = in.headers.equal_range(name); it != end; ++it)
         forwarded.push_back(name + ": " + it->second);
-    call.cache_key = cache_key(runtime.serving->cache_scopes[route][index], work.url, forwarded);
+    call.cache_key = cache_key(serving.cache_scopes[route][index], work.url, forwarded);
     call.cache_ttl = section.cache_ttl;
     call.stale_ttl = section.stale_ttl;
   }
@@ -53,7 +52,12 @@ std::string deadline_header_line(const std::string& name, millis call_timeout,
                                  std::chrono::nanoseconds left) {
   const auto left_ms = std::chrono::duration_cast<millis>(left);
   const auto ms = std::max<std::int64_t>(1, std::min(call_timeout, left_ms).count());
-  return name + ": " + std::to_string(ms);
+  std::string line;
+  line.reserve(name.size() + 24); // ": " and the digits: one allocation
+  line += name;
+  line += ": ";
+  line += std::to_string(ms);
+  return line;
 }
 
 } // namespace gather

@@ -18,9 +18,10 @@
 // before the request's deadline. Before any call the route section's guard is asked (bulkhead,
 // circuit, the host's retry budget: atomics, no message); a hedged attempt has several calls, the
 // first ok wins and the others are cancelled. If the coordinator goes first (deadline passed,
-// client gone), the down message ends the worker, and its state's destructor cancels the calls,
-// closing their downstream connections. Every call and every remote run holds its bulkhead slot
-// (concurrency_limit::slot), given back when it goes, however it ends.
+// client gone), the down message ends the worker; what it started ends itself as its state goes
+// (section_attempts.hpp): the attempt's calls are cancelled, closing their downstream connections,
+// a remote run leaves its node, a probe ends as failed. Every call and every remote run holds its
+// bulkhead slot (concurrency_limit::slot), given back when it goes, however it ends.
 //
 // This file: the actor, attempts, calls, hedges, retries and the guard. A cached section's lookup
 // and flight: section_worker_cache.cpp; an attempt run on a cluster node:
@@ -39,7 +40,9 @@
 #include "gather/actors/messages.hpp"
 #include "gather/ops/metrics.hpp"
 #include "gather/downstream/retry_rule.hpp"
+#include "gather/actors/process_services.hpp"
 #include "gather/actors/section_cache.hpp"
+#include "gather/actors/serving_config.hpp"
 #include "gather/resilience/section_guards.hpp"
 
 #include <algorithm>
@@ -58,7 +61,7 @@ void reply(worker_ptr self, section_outcome outcome) {
   outcome.ms = std::chrono::duration_cast<millis>(clock::now() - st.started).count();
   // The coordinator may have answered already: this reply then lands on a dead mailbox.
   if (st.call.answered->load())
-    st.runtime.stats->late_replies.fetch_add(1, std::memory_order_relaxed);
+    st.services->stats.late_replies.fetch_add(1, std::memory_order_relaxed);
   st.promise.deliver(std::move(outcome));
   st.promised = false;
   self->quit();
@@ -79,8 +82,8 @@ void finish(worker_ptr self, section_outcome outcome) {
 void count_attempt(worker_ptr self, bool retry) {
   auto& st = self->state;
   ++st.attempts;
-  if (retry && st.runtime.counters)
-    st.runtime.counters->retry(st.call.route, st.call.index);
+  if (retry && st.call.guard)
+    st.serving->counters.retry(st.call.route, st.call.index);
   self->send(st.coordinator, attempt_atom::value, st.call.index);
 }
 
@@ -90,8 +93,7 @@ void count_attempt(worker_ptr self, bool retry) {
 
 void circuit_moved(worker_ptr self, circuit_breaker::state to) {
   auto& st = self->state;
-  if (st.runtime.counters)
-    st.runtime.counters->circuit_moved(st.call.route, st.call.index, to);
+  st.serving->counters.circuit_moved(st.call.route, st.call.index, to);
 }
 
 /// An attempt admitted by the circuit ended: it counts in the window, or it was the probe.
@@ -101,8 +103,7 @@ void circuit_record(worker_ptr self, bool failed) {
   if (!guard || !guard->circuit)
     return;
   if (st.probe) {
-    st.probe = false;
-    circuit_moved(self, guard->circuit->probe_ended(!failed, clock::now()));
+    st.probe.end(!failed);
   } else if (guard->circuit->record(failed, clock::now())) {
     circuit_moved(self, circuit_breaker::state::open);
   }
@@ -118,8 +119,7 @@ bool budget_allows_extra(worker_ptr self) {
   if (!st.call.guard || st.call.guard->budget.try_extra(clock::now()))
     return true;
   st.not_made = not_made_reason::retry_budget;
-  if (st.runtime.counters)
-    st.runtime.counters->budget_denied(st.call.route, st.call.index);
+  st.serving->counters.budget_denied(st.call.route, st.call.index);
   return false;
 }
 
@@ -131,13 +131,13 @@ bool budget_allows_extra(worker_ptr self) {
 /// after its attempt or its request ended).
 std::optional<std::chrono::microseconds> hedge_delay(const section_worker_state& st, steady_time now) {
   const auto* guard = st.call.guard;
-  if (!guard || !guard->hedge || st.attempt_calls > guard->hedge->max)
+  if (!guard || !guard->hedge || st.attempt.calls_made() > guard->hedge->max)
     return std::nullopt;
   const auto delay = guard->hedge_delay();
   if (!delay)
     return std::nullopt;
   const auto at = now + *delay;
-  if (at >= st.attempt_started + millis{st.call.work.timeout_ms} || at >= st.call.deadline)
+  if (at >= st.attempt.started() + millis{st.call.work.timeout_ms} || at >= st.call.deadline)
     return std::nullopt;
   return delay;
 }
@@ -150,37 +150,37 @@ void launch_call(worker_ptr self, bool retry, concurrency_limit::slot slot) {
   const auto now = clock::now();
   const auto attempt_timeout = millis{st.call.work.timeout_ms};
   const auto left = std::max(millis{1}, attempt_timeout - std::chrono::duration_cast<millis>(
-                                                            now - st.attempt_started));
-  transfer_request request{st.call.work.url, st.call.work.headers, left,
-                           st.call.work.max_response_bytes};
+                                                            now - st.attempt.started()));
+  transfer_request request{st.call.work.url, {}, left, st.call.work.max_response_bytes};
+  request.headers.reserve(st.call.work.headers.size() + 1); // + the deadline header: no regrowth
+  request.headers.assign(st.call.work.headers.begin(), st.call.work.headers.end());
   if (!st.call.work.deadline_header.empty())
     request.headers.push_back(
         deadline_header_line(st.call.work.deadline_header, left, st.call.deadline - now));
-  auto span = call_span::begin(st.runtime.spans, request.headers, st.call.name, st.attempts);
+  auto span = call_span::begin(&st.services->spans, request.headers, st.call.name, st.attempts);
   const auto seq = ++st.next_seq;
-  if (st.attempt_calls++ == 0)
-    st.attempt_first = seq;
+  st.attempt.count_call(seq);
   auto me = caf::actor_cast<caf::actor>(self);
   auto answered = st.call.answered;
-  auto* stats = st.runtime.stats;
+  auto* stats = &st.services->stats;
   // The hedge timer is the call's own transfer timer (downstream_client.hpp): a call that answers
   // in time costs no timer, message or wake-up for the hedge it did not need.
   if (const auto delay = hedge_delay(st, now)) {
     request.slow_after = *delay;
-    request.slow = [me, answered, attempt = st.attempt_no] {
+    request.slow = [me, answered, attempt = st.attempt.number()] {
       if (!answered->load())
         caf::anon_send(me, hedge_atom::value, attempt);
     };
   }
   // Runs on an event loop's thread: count or forward, nothing else.
-  auto transfer = st.runtime.client->submit(
+  auto transfer = st.services->client.submit(
       std::move(request), [me, answered, stats, seq](transfer_result&& r) {
         if (answered->load())
           stats->late_replies.fetch_add(1, std::memory_order_relaxed);
         else
           caf::anon_send(me, done_atom::value, seq, std::move(r));
       });
-  st.calls.push_back(running_call{seq, transfer, now, std::move(span), std::move(slot)});
+  st.attempt.add(running_call{seq, transfer, now, std::move(span), std::move(slot)});
 }
 
 
@@ -189,7 +189,7 @@ void launch_call(worker_ptr self, bool retry, concurrency_limit::slot slot) {
 bool origin_allowed(worker_ptr self) {
   auto& st = self->state;
   std::string origin;
-  if (!st.runtime.origins || st.runtime.origins->allows(st.call.work.url, origin))
+  if (st.services->origins.allows(st.call.work.url, origin))
     return true;
   std::string request_id;
   for (const auto& header : st.call.work.headers)
@@ -209,19 +209,16 @@ void start_attempt(worker_ptr self, concurrency_limit::slot slot) {
   auto& st = self->state;
   if (!origin_allowed(self))
     return;
-  ++st.attempt_no;
-  st.attempt_started = clock::now();
-  st.attempt_calls = 0;
-  st.calls.clear();
+  st.attempt = hedged_attempt{st.services->client, ++st.attempt_no, clock::now()};
   const bool retry = st.attempts > 0;
   if (!retry && st.call.guard)
-    st.call.guard->budget.first_attempt(st.attempt_started);
+    st.call.guard->budget.first_attempt(st.attempt.started());
   launch_call(self, retry, std::move(slot));
 }
 
 void on_hedge(worker_ptr self, std::uint32_t attempt) {
   auto& st = self->state;
-  if (attempt != st.attempt_no || st.calls.empty())
+  if (attempt != st.attempt.number() || !st.attempt.running())
     return; // that attempt has ended
   auto slot = st.call.guard->bulkhead.try_take();
   if (!slot) {
@@ -232,17 +229,6 @@ void on_hedge(worker_ptr self, std::uint32_t attempt) {
     return;
   ++st.hedges;
   launch_call(self, false, std::move(*slot));
-}
-
-/// Cancels the attempt's other calls: their connections close, their answers never come, their
-/// slots go back.
-void cancel_calls(worker_ptr self) {
-  auto& st = self->state;
-  for (auto& call : st.calls) {
-    st.runtime.client->cancel(call.transfer);
-    call.span.cancel();
-  }
-  st.calls.clear();
 }
 
 void execute(worker_ptr self);
@@ -275,8 +261,8 @@ void not_made(worker_ptr self, not_made_reason why) {
     outcome.detail += std::string{"; no retry: "} + to_string(why);
     return finish(self, std::move(outcome));
   }
-  if (st.runtime.counters)
-    st.runtime.counters->rejected(st.call.route, st.call.index,
+  if (st.call.guard)
+    st.serving->counters.rejected(st.call.route, st.call.index,
                                   why == not_made_reason::circuit_open ? reject_reason::circuit_open
                                                                        : reject_reason::max_concurrent);
   section_outcome outcome;
@@ -303,7 +289,7 @@ std::optional<concurrency_limit::slot> admit(worker_ptr self) {
     case circuit_breaker::admission::call:
       return slot;
     case circuit_breaker::admission::probe:
-      st.probe = true;
+      st.probe = circuit_probe{*guard->circuit, st.serving->counters, st.call.route, st.call.index};
       circuit_moved(self, circuit_breaker::state::half_open);
       return slot;
     case circuit_breaker::admission::reject:
@@ -321,14 +307,12 @@ void execute(worker_ptr self) {
   auto slot = admit(self);
   if (!slot)
     return;
-  if (st.runtime.nodes) {
-    auto where = st.runtime.nodes->place();
+  if (st.services->nodes.has_nodes()) {
+    auto where = st.services->nodes.place();
     if (where.node)
       return run_remote(self, *where.node, std::move(where.actor), std::move(*slot));
-    if (!st.counted_local) {
-      st.runtime.nodes->local_started();
-      st.counted_local = true;
-    }
+    if (!st.local)
+      st.local.emplace(st.services->nodes);
   }
   start_attempt(self, std::move(*slot));
 }
@@ -337,15 +321,14 @@ void execute(worker_ptr self) {
 /// attempt only once every call of it has failed (its result is the last failure).
 void call_ended(worker_ptr self, std::uint32_t seq, transfer_result&& result) {
   auto& st = self->state;
-  auto it = std::find_if(st.calls.begin(), st.calls.end(),
-                         [seq](const running_call& c) { return c.seq == seq; });
-  if (it == st.calls.end()) { // cancelled while its answer was already on the way
-    st.runtime.stats->late_replies.fetch_add(1, std::memory_order_relaxed);
+  auto call = st.attempt.take(seq);
+  if (!call) { // cancelled while its answer was already on the way
+    st.services->stats.late_replies.fetch_add(1, std::memory_order_relaxed);
     return;
   }
-  const auto started = it->started;
-  auto span = std::move(it->span);
-  st.calls.erase(it); // its bulkhead slot goes back
+  const auto started = call->started;
+  auto span = std::move(call->span);
+  call.reset(); // its bulkhead slot goes back
   auto verdict = classify_answer(std::move(result), st.call.work.fields);
   const bool retryable = verdict.retryable;
   auto outcome = outcome_of(std::move(verdict));
@@ -355,13 +338,13 @@ void call_ended(worker_ptr self, std::uint32_t seq, transfer_result&& result) {
     if (guard && guard->latencies)
       guard->latencies->record(
           std::chrono::duration_cast<std::chrono::microseconds>(clock::now() - started));
-    if (st.attempt_calls > 1 && st.runtime.counters)
-      st.runtime.counters->hedge(st.call.route, st.call.index, seq != st.attempt_first);
-    cancel_calls(self);
+    if (st.attempt.calls_made() > 1)
+      st.serving->counters.hedge(st.call.route, st.call.index, st.attempt.is_hedge(seq));
+    st.attempt.cancel(); // the others: their connections close, their answers never come
     circuit_record(self, false);
     return finish(self, std::move(outcome));
   }
-  if (!st.calls.empty())
+  if (st.attempt.running())
     return; // another call of this attempt may still succeed
   circuit_record(self, true);
   retry_or_finish(self, retryable, std::move(outcome));
@@ -371,35 +354,19 @@ void call_ended(worker_ptr self, std::uint32_t seq, transfer_result&& result) {
 
 using namespace worker_steps;
 
-section_worker_state::~section_worker_state() {
-  for (auto& c : calls) {
-    runtime.client->cancel(c.transfer);
-    c.span.cancel();
-  }
-  if (probe) { // the request ended before its probe did: the circuit opens again
-    const auto to = call.guard->circuit->probe_ended(false, std::chrono::steady_clock::now());
-    if (runtime.counters)
-      runtime.counters->circuit_moved(call.route, call.index, to);
-  }
-  if (node)
-    runtime.nodes->ended(*node);
-  if (counted_local)
-    runtime.nodes->local_ended();
-  if (runtime.stats)
-    runtime.stats->workers.fetch_sub(1, std::memory_order_relaxed);
-}
-
 caf::behavior section_worker(caf::stateful_actor<section_worker_state>* self, caf::actor coordinator,
-                             section_runtime runtime, section_call call) {
+                             const process_services& services,
+                             std::shared_ptr<const serving_config> serving, section_call call) {
   auto& st = self->state;
-  st.runtime = runtime;
+  st.services = &services;
+  st.serving = std::move(serving);
+  st.alive = live_count{services.stats.workers};
   st.call = std::move(call);
   st.coordinator = coordinator;
-  st.runtime.stats->workers.fetch_add(1, std::memory_order_relaxed);
   self->monitor(coordinator);
   self->set_down_handler([self](caf::down_msg& down) {
     auto& st = self->state;
-    if (st.node && down.source == st.node_actor.address())
+    if (st.remote && down.source == st.remote->actor().address())
       return node_failed(self, "the node went down");
     if (st.promised) { // never leave a promise undelivered: it would pin this actor
       section_outcome gone;
@@ -407,7 +374,7 @@ caf::behavior section_worker(caf::stateful_actor<section_worker_state>* self, ca
       st.promise.deliver(std::move(gone));
       st.promised = false;
     }
-    self->quit(); // the state's destructor cancels the transfer
+    self->quit(); // as its state goes, the attempt cancels its calls
   });
   return {
     [self](run_atom) -> caf::result<section_outcome> {
@@ -415,7 +382,7 @@ caf::behavior section_worker(caf::stateful_actor<section_worker_state>* self, ca
       st.promise = self->make_response_promise<section_outcome>();
       st.promised = true;
       st.started = clock::now();
-      if (st.runtime.cache && !st.call.cache_key.empty())
+      if (!st.call.cache_key.empty())
         look_up(self);
       else
         execute(self);

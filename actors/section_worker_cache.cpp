@@ -5,6 +5,8 @@
 #include "gather/actors/messages.hpp"
 #include "gather/actors/section_cache.hpp"
 #include "gather/ops/metrics.hpp"
+#include "gather/actors/process_services.hpp"
+#include "gather/actors/serving_config.hpp"
 #include "gather/values/atoms.hpp"
 #include "section_worker_steps.hpp"
 
@@ -14,8 +16,7 @@ namespace {
 
 void count_cache(worker_ptr self, cache_event event) {
   auto& st = self->state;
-  if (st.runtime.counters)
-    st.runtime.counters->cache(st.call.route, st.call.index, event);
+  st.serving->counters.cache(st.call.route, st.call.index, event);
 }
 
 /// A failed call whose cache entry expired recently shows that entry instead of its fallback.
@@ -33,7 +34,7 @@ void use_stale(worker_ptr self, section_outcome& outcome, std::string stale) {
 /// A failure waits for the cache's answer: it may carry stale data to show instead of the fallback.
 void finish_flight(worker_ptr self, section_outcome outcome) {
   auto& st = self->state;
-  const auto& shard = st.runtime.cache->shard_for(st.call.cache_key);
+  const auto& shard = st.services->cache.shard_for(st.call.cache_key);
   const auto ttl = static_cast<std::int64_t>(st.call.cache_ttl.count());
   const auto stale = static_cast<std::int64_t>(st.call.stale_ttl.count());
   if (outcome.status == section_status::ok) {
@@ -54,7 +55,7 @@ void finish_flight(worker_ptr self, section_outcome outcome) {
 /// Cached sections ask the cache first: a hit or a joined flight needs no call of its own.
 void look_up(worker_ptr self) {
   auto& st = self->state;
-  self->request(st.runtime.cache->shard_for(st.call.cache_key), time_left(st), lookup_atom::value,
+  self->request(st.services->cache.shard_for(st.call.cache_key), time_left(st), lookup_atom::value,
                 st.call.cache_key)
     .then(
       [self](cache_answer& answer) {

@@ -5,6 +5,8 @@
 #include "gather/actors/messages.hpp"
 #include "gather/cluster/cluster.hpp"
 #include "gather/resilience/section_guards.hpp"
+#include "gather/actors/process_services.hpp"
+#include "gather/actors/serving_config.hpp"
 #include "gather/values/atoms.hpp"
 #include "section_worker_steps.hpp"
 
@@ -16,15 +18,13 @@ namespace {
 /// node's own timeouts are exact, so this covers only the network and scheduling.
 constexpr millis node_reply_grace{200};
 
+/// The remote run ended: its node's count goes down, its slot back.
 void leave_node(worker_ptr self) {
   auto& st = self->state;
-  if (!st.node)
+  if (!st.remote)
     return;
-  st.runtime.nodes->ended(*st.node);
-  self->demonitor(st.node_actor);
-  st.node.reset();
-  st.node_actor = nullptr;
-  st.remote_slot.reset();
+  self->demonitor(st.remote->actor());
+  st.remote.reset();
 }
 
 } // namespace
@@ -33,12 +33,11 @@ void leave_node(worker_ptr self) {
 /// another node or here) where the policy and the deadline allow, else an error at once.
 void node_failed(worker_ptr self, const std::string& why) {
   auto& st = self->state;
-  const auto node = *st.node;
+  section_outcome outcome;
+  outcome.node = st.remote->address();
   leave_node(self);
   circuit_record(self, true);
-  section_outcome outcome;
   outcome.status = section_status::error;
-  outcome.node = st.runtime.nodes->address(node);
   outcome.detail = "node " + outcome.node + ": " + why;
   retry_or_finish(self, true, std::move(outcome));
 }
@@ -47,12 +46,9 @@ void node_failed(worker_ptr self, const std::string& why) {
 /// its calls (and retries) itself, without hedges (docs/resilience.md).
 void run_remote(worker_ptr self, std::size_t node, caf::actor actor, concurrency_limit::slot slot) {
   auto& st = self->state;
-  st.node = node;
-  st.node_actor = actor;
-  st.remote_slot = std::move(slot);
+  st.remote.emplace(st.services->nodes, node, actor, std::move(slot));
   if (st.call.guard && st.attempts == 0)
     st.call.guard->budget.first_attempt(clock::now());
-  st.runtime.nodes->started(node);
   self->monitor(actor); // a dead node fails its work now, not at the request's timeout
   auto work = st.call.work;
   work.attempts = std::max(1, work.attempts - st.attempts); // what is left of the policy
@@ -61,15 +57,15 @@ void run_remote(worker_ptr self, std::size_t node, caf::actor actor, concurrency
     .then(
       [self, sent = ++st.sent](section_outcome& outcome) {
         auto& st = self->state;
-        if (sent != st.sent || !st.node)
+        if (sent != st.sent || !st.remote)
           return;
-        outcome.node = st.runtime.nodes->address(*st.node);
+        outcome.node = st.remote->address();
         leave_node(self);
         circuit_record(self, outcome.status != section_status::ok);
         finish(self, std::move(outcome));
       },
       [self, sent = st.sent](caf::error& err) {
-        if (sent == self->state.sent && self->state.node)
+        if (sent == self->state.sent && self->state.remote)
           node_failed(self, self->system().render(err));
       });
 }

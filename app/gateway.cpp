@@ -13,7 +13,9 @@
 #include "gather/config/restart_only_keys.hpp"
 #include "gather/ops/request_log.hpp"
 
+#include "gather/actors/process_services.hpp"
 #include "gather/cluster/cluster.hpp"
+#include "gather/cluster/origin_allowlist.hpp"
 #include "gather/cluster/cluster_transport.hpp"
 #include "gather/downstream/downstream_client.hpp"
 #include "gather/front/http_server.hpp"
@@ -47,7 +49,7 @@ caf::actor_system_config& actor_config(caf::actor_system_config& cfg, const conf
 
 std::unique_ptr<cluster> cluster_of(caf::actor_system& system, const config& cfg, io_loops& loops) {
   if (!cfg.cluster || cfg.cluster->nodes.empty())
-    return nullptr;
+    return std::make_unique<cluster>(system); // every section runs here
   return std::make_unique<cluster>(system, *cfg.cluster, loops.loop(0));
 }
 
@@ -55,7 +57,7 @@ std::unique_ptr<cluster> cluster_of(caf::actor_system& system, const config& cfg
 std::unique_ptr<span_exporter> exporter_of(const config& cfg, downstream_client& client,
                                            io_loops& loops) {
   if (!cfg.tracing)
-    return nullptr;
+    return std::make_unique<span_exporter>(); // records nothing
   return std::make_unique<span_exporter>(*cfg.tracing, client, loops.loop(0), cfg.max_response_bytes);
 }
 
@@ -119,12 +121,14 @@ struct gateway::impl {
   inflight_registry inflight;
   io_loops loops{cfg.io_threads};
   downstream_client client{loops};
-  std::unique_ptr<span_exporter> spans; ///< null without tracing; outlives the actors that record
+  std::unique_ptr<span_exporter> spans; ///< exports nothing without tracing; outlives the actors that record
   loops_stopper stopper;
   caf::actor_system_config actor_cfg;
   caf::actor_system system;
   section_cache cache;
-  std::unique_ptr<cluster> nodes;
+  std::unique_ptr<cluster> nodes; ///< of no nodes without `cluster`
+  const origin_allowlist any_origin = origin_allowlist::any(); ///< a gateway's workers call any
+  process_services services{client, stats, inflight, cache, *nodes, *spans, any_origin};
   request_dispatch dispatch;
   http_server server;
   /// The operations listener (`admin`): its own connection count, so a full `listen` never
@@ -141,16 +145,9 @@ struct gateway::impl {
       system(actor_config(actor_cfg, cfg, loops)),
       cache(system, cache_limits{cfg.cache_max_entries, cfg.cache_max_bytes}),
       nodes(cluster_of(system, cfg, loops)),
-      dispatch(stats, system,
-               // counters, serving, guards and the deadline header: each request's generation's
-               // (request_dispatch::make_job)
-               section_runtime{&client, &stats, nullptr, &inflight, &cache, nodes.get(),
-                               cfg.max_response_bytes, nullptr, nullptr, spans.get()}),
+      dispatch(stats, system, services),
       server(serving, stats, loops, dispatch),
-      admin_dispatch(stats, system,
-                     section_runtime{&client, &stats, nullptr, &inflight, &cache, nodes.get(),
-                                     cfg.max_response_bytes, nullptr, nullptr, spans.get()},
-                     listener_role::admin),
+      admin_dispatch(stats, system, services, listener_role::admin),
       admin_server(cfg.admin ? std::make_unique<http_server>(serving, admin_stats, loops,
                                                              admin_dispatch, listener_role::admin)
                              : nullptr) {

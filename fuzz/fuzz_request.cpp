@@ -1,5 +1,5 @@
 // Fuzzes the inbound request parser (app/front/request_parser.cpp) on whole byte streams, driven
-// the way a connection drives it (app/front/connection.hpp, parse()): a parser per
+// the way a connection drives it (app/front/connection_reading.hpp, parse()): a parser per
 // request, bytes fed as they arrive, a body read only for a POST, pipelined requests parsed from
 // what is left. Input: byte 0 picks the limits (tiny ones reach every refusal), byte 1 seeds how
 // the stream is cut into reads, the rest is the stream.

@@ -193,7 +193,7 @@ caf::behavior node_link(link_actor self, cluster* owner, std::size_t index) {
 } // namespace
 
 cluster::cluster(caf::actor_system& system, cluster_config cfg, boost::asio::io_context& loop)
-  : system_(system), cfg_(std::move(cfg)), loop_(loop) {
+  : system_(system), cfg_(std::move(cfg)), loop_(&loop) {
   for (const auto& address : cfg_.nodes) {
     slots_.push_back(std::make_unique<node_slot>());
     slots_.back()->address = address;
@@ -202,9 +202,14 @@ cluster::cluster(caf::actor_system& system, cluster_config cfg, boost::asio::io_
     links_.push_back(system_.spawn(node_link, this, i));
 }
 
+cluster::cluster(caf::actor_system& system) : system_(system) {
+}
+
 /// The links point at this object: it goes only once they have stopped (a message on their loop,
 /// never a wait for a connect).
 cluster::~cluster() {
+  if (links_.empty())
+    return;
   caf::scoped_actor self{system_};
   for (auto& link : links_)
     self->send_exit(link, caf::exit_reason::user_shutdown);

@@ -33,73 +33,9 @@
 #include "gather/front/request_parser.hpp"
 #include "gather/front/response_bytes.hpp"
 
+#include "connection_sink.hpp"
+
 namespace gather {
-
-/// How long a connection being ended may still send what it had in flight: the answer's FIN is
-/// sent at once, what the client still sends is read and dropped (closing with unread data would
-/// reset the connection and could destroy the answer in flight).
-constexpr std::chrono::milliseconds linger_limit{1000};
-
-/// What the connections of one server share.
-struct front_shared {
-  const serving_config_slot& serving; ///< the configuration generation in force
-  request_dispatch& dispatch;
-  gateway_stats& stats;
-  std::atomic<bool> draining{false};
-};
-
-class connection_base {
-public:
-  virtual ~connection_base() = default;
-  /// The answer to the request on `stream` (HTTP/2's stream id; 0 in HTTP/1.1).
-  virtual void on_reply(std::int32_t stream, http_reply reply) = 0;
-  /// A progressive answer (docs/api.md) on `stream`: its head, each piece, and the last piece.
-  virtual void on_stream_open(std::int32_t stream, http_reply head) = 0;
-  virtual void on_stream_piece(std::int32_t stream, std::string piece, bool last) = 0;
-  /// The server stops: close when idle, else after the answer in progress.
-  virtual void drain() = 0;
-  virtual void force_close() = 0;
-};
-
-/// The front's side of reply_sink: posts the answer to the connection's loop, for the request on
-/// `stream` (an HTTP/2 stream id, or 0), in the order the coordinator hands its pieces over (one
-/// loop, one queue).
-class connection_sink final : public reply_sink {
-public:
-  connection_sink(boost::asio::any_io_executor loop, std::weak_ptr<connection_base> conn,
-                  std::int32_t stream = 0)
-    : loop_(loop), conn_(std::move(conn)), stream_(stream) {}
-
-  void deliver(http_reply reply) override {
-    boost::asio::post(loop_, [conn = conn_, stream = stream_, reply = std::move(reply)]() mutable {
-      if (auto live = conn.lock())
-        live->on_reply(stream, std::move(reply));
-    });
-  }
-
-  void open(http_reply head) override {
-    boost::asio::post(loop_, [conn = conn_, stream = stream_, head = std::move(head)]() mutable {
-      if (auto live = conn.lock())
-        live->on_stream_open(stream, std::move(head));
-    });
-  }
-
-  void write(std::string piece) override { post_piece(std::move(piece), false); }
-
-  void end(std::string last) override { post_piece(std::move(last), true); }
-
-private:
-  void post_piece(std::string piece, bool last) {
-    boost::asio::post(loop_, [conn = conn_, stream = stream_, piece = std::move(piece), last]() mutable {
-      if (auto live = conn.lock())
-        live->on_stream_piece(stream, std::move(piece), last);
-    });
-  }
-
-  boost::asio::any_io_executor loop_;
-  std::weak_ptr<connection_base> conn_;
-  std::int32_t stream_;
-};
 
 template <class Stream>
 class connection final : public connection_base,
@@ -218,339 +154,58 @@ private:
 
   // ---- reading a request ---------------------------------------------------------------------
 
-  void begin_request() {
-    if (closed_)
-      return;
-    if (shared_.draining.load(std::memory_order_relaxed) && buffer_.size() == 0)
-      return close();
-    state_ = phase::reading;
-    admitting_.reset(); // it points into the parser's head
-    parser_.reset();    // made when the first byte of the next request arrives
-    head_handled_ = false;
-    close_after_ = false;
-    dress_ = {};
-    request_begun_ = false;
-    shared_.serving.refresh(serving_); // no parser holds the old generation's limits any more
-    set_deadline(clock::now() + limits().keep_alive_idle, why::idle);
-    parse();
-  }
-
-  void parse() {
-    while (state_ == phase::reading && !closed_) {
-      if (buffer_.size() == 0)
-        return read();
-      if (!request_begun_) { // the first byte of a request: the slowloris clock starts
-        request_begun_ = true;
-        // The request's generation: every check, limit and route of this request is taken from
-        // it, however long it takes and whatever is reloaded meanwhile.
-        shared_.serving.refresh(serving_);
-        buffer_.max_size(std::max(buffer_.size(), buffer_limit()));
-        parser_.emplace(limits(), serving_->cfg.max_body_bytes);
-        set_deadline(clock::now() + limits().request_timeout, why::request);
-      }
-      error_code ec;
-      const auto used = parser_->put(buffer_.data(), ec);
-      buffer_.consume(used);
-      if (ec == boost::beast::http::error::need_more)
-        return read();
-      if (ec)
-        return refuse_unparsed(ec);
-      if (parser_->is_header_done() && !head_handled_) {
-        head_handled_ = true;
-        if (!on_head())
-          return; // answered on the head alone
-      }
-      if (parser_->is_done())
-        return serve(std::move(parser_->body()));
-      if (used == 0)
-        return read();
-    }
-  }
+  void begin_request();
+  void parse();
 
   /// The head is complete. True: read the body (a batch POST the head's checks admit).
-  bool on_head() {
-    auto& head = parser_->head();
-    head.peer = peer_;
-    count_proto(head.version);
-    request_id_ = request_id_for(head);
-    dress_ = answer_dress(serving_->cfg, head.header("origin"), head.header_list("accept-encoding"));
-    keep_alive_ = parser_->keep_alive();
-    const bool body_follows = !parser_->is_done();
-    if (body_follows && shared_.dispatch.may_read_body(*serving_, head)) {
-      admitting_.emplace(*serving_, head, request_id_, shared_.stats);
-      if (auto refused = shared_.dispatch.admit_head(*admitting_, clock::now())) {
-        close_after_ = true; // refused on the head: the body stays unread
-        admitting_.reset();
-        answer_now(*refused);
-        return false;
-      }
-      if (boost::beast::iequals(head.header("expect"), "100-continue"))
-        queue_write(continue_bytes, false);
-      return true;
-    }
-    return answer_without_body();
-  }
+  bool on_head();
 
   /// Serves on the head alone. A body that came with it is never read: the connection ends after
   /// the answer, so its bytes can never be taken for a next request (request smuggling).
-  bool answer_without_body() {
-    close_after_ = !parser_->is_done();
-    serve({});
-    return false;
-  }
-
-  void refuse_unparsed(const error_code& ec) {
-    admitting_.reset();
-    const auto why = parser_->refusal_for(ec);
-    auto& head = parser_->head();
-    count_proto(head.target.empty() ? 11 : head.version);
-    request_id_ = head.target.empty() ? request_id_for(request_head{}) : request_id_for(head);
-    keep_alive_ = false;
-    close_after_ = true;
-    answer_now(shared_.dispatch.refuse_unparsed(*serving_, why, head, request_id_, clock::now()));
-  }
+  bool answer_without_body();
+  void refuse_unparsed(const error_code& ec);
 
   /// An answer made without a coordinator, in the request's HTTP version.
-  void answer_now(http_reply reply) {
-    arrived_ = clock::now();
-    state_ = phase::waiting;
-    version_ = parser_->head().target.empty() ? 11 : parser_->head().version;
-    send_answer(std::move(reply));
-  }
-
-  void serve(std::string body) {
-    arrived_ = clock::now();
-    state_ = phase::waiting;
-    head_only_ = parser_->head().method == "HEAD";
-    version_ = parser_->head().version;
-    auto sink = std::make_shared<connection_sink>(stream_.get_executor(), this->weak_from_this());
-    if (!admitting_) // else admitted on its head already: the route stays matched
-      admitting_.emplace(*serving_, parser_->head(), request_id_, shared_.stats);
-    auto result = shared_.dispatch.serve(serving_, *admitting_, std::move(body), arrived_, sink);
-    admitting_.reset();
-    if (auto* reply = std::get_if<http_reply>(&result))
-      return send_answer(std::move(*reply));
-    started_ = std::move(std::get<started_request>(result));
-    sink_ = std::move(sink);
-    hold_ = this->shared_from_this(); // until the answer comes or the connection closes
-    set_deadline(started_->deadline, why::deadline);
-    read(); // watches for a client that hangs up; reads ahead a pipelined request
-  }
+  void answer_now(http_reply reply);
+  void serve(std::string body);
 
   /// gather_connections_total{proto}: a connection counts once, by its first request.
-  void count_proto(int version) {
-    if (proto_counted_)
-      return;
-    proto_counted_ = true;
-    shared_.stats.count_connection(version == 10 ? inbound_proto::http10 : inbound_proto::http11);
-  }
+  void count_proto(int version);
 
   // ---- reading bytes -------------------------------------------------------------------------
 
-  void read() {
-    if (read_pending_ || closed_)
-      return;
-    if constexpr (!is_tls) {
-      // An idle keep-alive connection waits for readability with no buffer at all, and gives
-      // its buffer back: 10,000 idle connections then cost no read buffers. (Not over TLS: a
-      // record already decrypted inside OpenSSL would never make the socket readable.)
-      if (state_ == phase::reading && !request_begun_ && buffer_.size() == 0) {
-        buffer_.shrink_to_fit();
-        read_pending_ = true;
-        stream_.async_wait(boost::asio::socket_base::wait_read,
-                           [self = this->shared_from_this()](const error_code& ec) {
-                             self->read_pending_ = false;
-                             if (ec)
-                               return self->on_read_end();
-                             self->read_now();
-                           });
-        return;
-      }
-    }
-    read_now();
-  }
-
-  void read_now() {
-    if (read_pending_ || closed_)
-      return;
-    const auto room = buffer_.max_size() - buffer_.size();
-    if (room == 0)
-      return; // read ahead no further while a request is in flight (parse() drains it later)
-    read_pending_ = true;
-    stream_.async_read_some(buffer_.prepare(std::min(room, read_chunk)),
-                            [self = this->shared_from_this()](const error_code& ec, std::size_t n) {
-                              self->read_pending_ = false;
-                              self->on_read(ec, n);
-                            });
-  }
-
-  void on_read(const error_code& ec, std::size_t n) {
-    if (closed_)
-      return;
-    if (ec)
-      return on_read_end();
-    buffer_.commit(n);
-    switch (state_) {
-      case phase::reading: return parse();
-      case phase::closing: buffer_.consume(buffer_.size()); return read();
-      default: return read();
-    }
-  }
+  void read();
+  void read_now();
+  void on_read(const error_code& ec, std::size_t n);
 
   /// The client closed or reset its side.
-  void on_read_end() {
-    if (state_ == phase::streaming) // mid-answer: what still runs is cancelled
-      return stop_stream(), close();
-    if (state_ == phase::waiting && started_ && sink_ && sink_->claim()) {
-      shared_.dispatch.give_up(*started_, sink_->record(), true);
-      started_.reset();
-      return close();
-    }
-    if (state_ == phase::writing) {
-      keep_alive_ = false; // the answer still goes out; then the connection ends
-      return;
-    }
-    if (state_ != phase::waiting)
-      close();
-    // waiting, claimed by the coordinator a moment ago: its answer is on its way; it will find
-    // the peer gone when it writes.
-    keep_alive_ = false;
-  }
+  void on_read_end();
 
   // ---- writing -------------------------------------------------------------------------------
 
   /// A progressive answer that will not be finished (client gone, hard limit, server stopping):
   /// its coordinator is stopped; it finishes the request's record (a 499) and so gives back the
   /// request's admission.
-  void stop_stream() {
-    if (started_)
-      shared_.dispatch.cancel(*started_);
-    started_.reset();
-    sink_.reset();
-    encoder_.reset();
-  }
-
-  void send_answer(http_reply reply) {
-    dress_.apply(reply);
-    state_ = phase::writing;
-    const bool keep = keep_alive_ && !close_after_ && !shared_.draining.load(std::memory_order_relaxed);
-    keep_alive_ = keep;
-    queue_write(response_bytes(reply, request_id_, {version_, keep, head_only_}), true);
-    head_only_ = false;
-    version_ = 11;
-  }
-
-  void queue_write(std::string bytes, bool is_answer) {
-    writes_.push_back({std::move(bytes), is_answer});
-    if (writes_.size() == 1)
-      write_front();
-  }
-
-  void write_front() {
-    if (state_ != phase::streaming) // a stream's pieces leave under the request's own deadline
-      set_deadline_if_none();
-    boost::asio::async_write(stream_, boost::asio::buffer(writes_.front().bytes),
-                             [self = this->shared_from_this()](const error_code& ec, std::size_t) {
-                               self->on_written(ec);
-                             });
-  }
-
-  void on_written(const error_code& ec) {
-    if (closed_)
-      return;
-    if (ec)
-      return close();
-    const bool was_answer = writes_.front().is_answer;
-    writes_.pop_front();
-    if (!writes_.empty())
-      return write_front();
-    if (!was_answer)
-      return;
-    if (keep_alive_)
-      return begin_request();
-    linger();
-  }
+  void stop_stream();
+  void send_answer(http_reply reply);
+  void queue_write(std::string bytes, bool is_answer);
+  void write_front();
+  void on_written(const error_code& ec);
 
   /// Sends FIN, drops what the client still sends until it closes or linger_limit passes.
-  void linger() {
-    state_ = phase::closing;
-    error_code ignored;
-    boost::beast::get_lowest_layer(stream_).shutdown(boost::asio::ip::tcp::socket::shutdown_send, ignored);
-    buffer_.consume(buffer_.size());
-    set_deadline(clock::now() + linger_limit, why::linger);
-    read();
-  }
-
-  void close() {
-    if (closed_)
-      return;
-    closed_ = true;
-    auto hold = std::move(hold_);
-    error_code ignored;
-    boost::beast::get_lowest_layer(stream_).close(ignored);
-    timer_.cancel();
-    if (on_close_)
-      on_close_(this);
-  }
+  void linger();
+  void close();
 
   // ---- one timer for every phase ---------------------------------------------------------------
 
   /// Arms the connection's one timer. A later deadline than the one pending only moves `deadline_`
   /// (the pending wait re-arms itself when it fires), so most phase changes cost no timer syscall.
-  void set_deadline(clock::time_point at, why reason) {
-    deadline_ = at;
-    reason_ = reason;
-    if (timer_armed_ && timer_.expiry() <= at)
-      return;
-    timer_.expires_at(at);
-    wait_timer();
-  }
+  void set_deadline(clock::time_point at, why reason);
 
   /// Writes without a phase deadline of their own (a 100 Continue while reading keeps `request`).
-  void set_deadline_if_none() {
-    if (reason_ == why::deadline || reason_ == why::hard_limit || reason_ == why::none)
-      set_deadline(clock::now() + limits().request_timeout, why::request);
-  }
-
-  void wait_timer() {
-    timer_armed_ = true;
-    ++timer_waits_;
-    timer_.async_wait([self = this->shared_from_this()](const error_code& ec) { self->on_timer(ec); });
-  }
-
-  void on_timer(const error_code& ec) {
-    if (--timer_waits_ == 0)
-      timer_armed_ = false;
-    if (ec || closed_ || timer_armed_)
-      return; // cancelled, or a newer wait is pending
-    const auto now = clock::now();
-    if (now < deadline_) {
-      timer_.expires_at(deadline_);
-      return wait_timer();
-    }
-    switch (reason_) {
-      case why::deadline: // the request's clock: the coordinator answers with what has arrived
-        if (started_)
-          shared_.dispatch.deadline_passed(*started_);
-        return set_deadline(started_ ? started_->hard_limit : clock::time_point::max(), why::hard_limit);
-      case why::hard_limit:
-        if (state_ == phase::streaming) // a progressive answer that never ended: cut it off
-          return stop_stream(), close();
-        if (started_ && sink_ && sink_->claim()) {
-          auto reply = shared_.dispatch.give_up(*started_, sink_->record(), false);
-          started_.reset();
-          sink_.reset();
-          keep_alive_ = false;
-          reason_ = why::none;
-          return send_answer(std::move(reply));
-        }
-        return; // the coordinator's answer is on its way
-      case why::none:
-        return;
-      default: // idle, slowloris, handshake, linger, a write that never drains
-        return close();
-    }
-  }
+  void set_deadline_if_none();
+  void wait_timer();
+  void on_timer(const error_code& ec);
 
   struct pending_write {
     std::string bytes;
@@ -593,3 +248,8 @@ private:
 };
 
 } // namespace gather
+
+// The member functions, by job: reading a request and its bytes; writing the answer, and the
+// connection's one timer.
+#include "connection_reading.hpp"
+#include "connection_writing.hpp"

@@ -28,9 +28,14 @@
 
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/write.hpp>
+#include <boost/beast/core/stream_traits.hpp>
 #include <boost/beast/core/string.hpp>
 
-#include "connection.hpp"
+#include "gather/front/answer_dress.hpp"
+#include "gather/front/request_dispatch.hpp"
+#include "gather/front/request_parser.hpp"
+
+#include "connection_sink.hpp"
 #include "h2_session.hpp"
 
 namespace gather {
@@ -212,260 +217,38 @@ private:
 
   // ---- h2_events: what the session read ----------------------------------------------------------
 
-  void stream_opened(std::int32_t id) override {
-    auto s = std::make_unique<h2_stream>(stream_.get_executor());
-    shared_.serving.refresh(serving_); // each request takes the generation in force as it begins
-    s->serving = serving_;
-    s->head.version = 20;
-    s->head.peer = peer_;
-    arm(id, *s, clock::now() + limits().request_timeout, why::incomplete);
-    streams_[id] = std::move(s);
-    shared_.stats.h2_streams.fetch_add(1, std::memory_order_relaxed);
-  }
-
-  void header(std::int32_t id, std::string_view name, std::string_view value) override {
-    auto* s = find(id);
-    if (!s || s->refusal != parse_refusal::none)
-      return;
-    if (!name.empty() && name.front() == ':') {
-      if (name == ":method")
-        s->head.method = value;
-      else if (name == ":path")
-        s->head.target = value;
-      else if (name == ":authority")
-        s->authority = value;
-      if (s->head.target.size() > limits().max_request_line_bytes)
-        s->refusal = parse_refusal::uri_too_long;
-      return;
-    }
-    if (++s->fields > limits().max_headers) {
-      s->refusal = parse_refusal::headers_too_large;
-      return;
-    }
-    if (name == "cookie") // RFC 9113 8.2.3: split cookies are one header again
-      for (auto& [have, joined] : s->head.headers)
-        if (have == "cookie") {
-          joined.append("; ").append(value);
-          return;
-        }
-    s->head.headers.emplace_back(name, value);
-  }
-
-  void header_list_too_large(std::int32_t id) override {
-    if (auto* s = find(id))
-      s->refusal = parse_refusal::headers_too_large;
-  }
-
-  void head_done(std::int32_t id, bool ends_stream) override {
-    auto* s = find(id);
-    if (!s || s->at != stage::head)
-      return;
-    if (!s->authority.empty() && !s->head.has_header("host"))
-      s->head.headers.emplace_back("host", s->authority);
-    s->request_id = request_id_for(s->head);
-    if (s->refusal != parse_refusal::none)
-      return refuse(id, *s);
-    s->dress = answer_dress(s->serving->cfg, s->head.header("origin"), s->head.header_list("accept-encoding"));
-    if (!ends_stream && shared_.dispatch.may_read_body(*s->serving, s->head)) {
-      s->admitting.emplace(*s->serving, s->head, s->request_id, shared_.stats);
-      if (auto refused = shared_.dispatch.admit_head(*s->admitting, clock::now())) {
-        s->admitting.reset(); // refused on the head: the body stays unread
-        return answer(id, *s, std::move(*refused));
-      }
-      s->at = stage::body;
-      return;
-    }
-    // No body, or one that is never read (dropped as it comes): served on the head.
-    s->at = stage::ready;
-    ready_.push_back(id);
-  }
-
-  void body(std::int32_t id, std::string_view bytes) override {
-    auto* s = find(id);
-    if (!s || s->at != stage::body)
-      return;
-    if (s->body.size() + bytes.size() > s->serving->cfg.max_body_bytes) {
-      s->refusal = parse_refusal::payload_too_large;
-      return refuse(id, *s);
-    }
-    s->body.append(bytes);
-  }
-
-  void body_done(std::int32_t id) override {
-    auto* s = find(id);
-    if (!s || s->at != stage::body)
-      return;
-    s->at = stage::ready;
-    ready_.push_back(id);
-  }
-
-  void stream_closed(std::int32_t id, std::uint32_t) override {
-    const auto it = streams_.find(id);
-    if (it == streams_.end())
-      return;
-    auto& s = *it->second;
-    // Reset by the client (or the connection is ending) before its answer: as a hang-up in
-    // HTTP/1.1, the request is given up and its coordinator stopped.
-    give_up(s, true);
-    s.timer.cancel();
-    streams_.erase(it);
-    shared_.stats.h2_streams.fetch_sub(1, std::memory_order_relaxed);
-    if (streams_.empty()) {
-      last_activity_ = clock::now();
-      arm_connection_timer();
-    }
-  }
-
-  long answer_bytes(std::int32_t id, std::uint8_t* out, std::size_t room, bool& last) override {
-    auto* s = find(id);
-    if (!s) {
-      last = true;
-      return 0;
-    }
-    const auto n = std::min(room, s->answer.size() - s->answer_sent);
-    if (s->cut || (n == 0 && s->at == stage::streaming))
-      return -1; // deferred: the next piece resumes the stream (a cut one waits for its RST_STREAM)
-    std::memcpy(out, s->answer.data() + s->answer_sent, n);
-    s->answer_sent += n;
-    last = s->at != stage::streaming && s->answer_sent == s->answer.size();
-    if (s->at == stage::streaming && s->answer_sent == s->answer.size()) {
-      s->answer.clear(); // a progressive answer keeps only what is still to send
-      s->answer_sent = 0;
-    }
-    return static_cast<long>(n);
-  }
+  void stream_opened(std::int32_t id) override;
+  void header(std::int32_t id, std::string_view name, std::string_view value) override;
+  void header_list_too_large(std::int32_t id) override;
+  void head_done(std::int32_t id, bool ends_stream) override;
+  void body(std::int32_t id, std::string_view bytes) override;
+  void body_done(std::int32_t id) override;
+  void stream_closed(std::int32_t id, std::uint32_t) override;
+  long answer_bytes(std::int32_t id, std::uint8_t* out, std::size_t room, bool& last) override;
 
   // ---- a stream's request ------------------------------------------------------------------------
 
-  void serve(std::int32_t id, h2_stream& s) {
-    s.at = stage::serving;
-    s.arrived = clock::now();
-    auto sink = std::make_shared<connection_sink>(stream_.get_executor(), this->weak_from_this(), id);
-    if (!s.admitting) // else admitted on its head already: the route stays matched
-      s.admitting.emplace(*s.serving, s.head, s.request_id, shared_.stats);
-    auto result = shared_.dispatch.serve(s.serving, *s.admitting, std::move(s.body), s.arrived, sink);
-    s.admitting.reset();
-    if (auto* reply = std::get_if<http_reply>(&result))
-      return answer(id, s, std::move(*reply));
-    s.started = std::move(std::get<started_request>(result));
-    s.sink = std::move(sink);
-    arm(id, s, s.started->deadline, why::deadline);
-  }
+  void serve(std::int32_t id, h2_stream& s);
 
   /// A request refused before it was served (414, 431, 413): counted and logged as HTTP/1.1's.
-  void refuse(std::int32_t id, h2_stream& s) {
-    s.admitting.reset();
-    answer(id, s, shared_.dispatch.refuse_unparsed(*s.serving, s.refusal, s.head, s.request_id, clock::now()));
-  }
-
-  void answer(std::int32_t id, h2_stream& s, http_reply reply) {
-    s.at = stage::answering;
-    s.started.reset();
-    s.sink.reset();
-    s.dress.apply(reply);
-    auto fields = fields_of(s, reply, true);
-    if (s.head.method != "HEAD" && reply.status != 204)
-      s.answer = std::move(reply.body);
-    session_->respond(id, fields, !s.answer.empty());
-    arm(id, s, clock::now() + limits().request_timeout, why::sending);
-    flush();
-  }
+  void refuse(std::int32_t id, h2_stream& s);
+  void answer(std::int32_t id, h2_stream& s, http_reply reply);
 
   /// An answer's HEADERS: with its length when whole (none for a 204, RFC 9110 8.6), without when
   /// progressive (the DATA frames end it; no chunks in HTTP/2).
   std::vector<std::pair<std::string, std::string>> fields_of(const h2_stream& s, http_reply reply,
-                                                             bool whole) const {
-    std::vector<std::pair<std::string, std::string>> fields;
-    fields.reserve(4 + reply.headers.size());
-    fields.emplace_back(":status", std::to_string(reply.status));
-    fields.emplace_back("content-type", reply.content_type);
-    if (whole && reply.status != 204)
-      fields.emplace_back("content-length", std::to_string(reply.body.size()));
-    fields.emplace_back("x-request-id", s.request_id);
-    for (auto& [name, value] : reply.headers) {
-      std::string lower = name;
-      for (auto& c : lower)
-        c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-      // RFC 9113 8.2.2: connection-specific fields have no place in HTTP/2.
-      if (lower == "connection" || lower == "keep-alive" || lower == "transfer-encoding" ||
-          lower == "upgrade" || lower == "proxy-connection")
-        continue;
-      fields.emplace_back(std::move(lower), std::move(value));
-    }
-    return fields;
-  }
+                                                             bool whole) const;
 
   /// The request will not be answered (client reset or gone, server stopping): a request still
   /// waiting is given up (499, or 504 when `client_left` is false); a progressive answer's
   /// coordinator is stopped, and finishes the record itself.
-  void give_up(h2_stream& s, bool client_left) {
-    if (s.started && s.sink && s.sink->claim())
-      shared_.dispatch.give_up(*s.started, s.sink->record(), client_left);
-    else if (s.at == stage::streaming)
-      stop_stream(s);
-  }
-
-  void stop_stream(h2_stream& s) {
-    if (s.started)
-      shared_.dispatch.cancel(*s.started);
-    s.at = stage::answering;
-    s.cut = true;
-    s.started.reset();
-    s.sink.reset();
-    s.encoder.reset();
-  }
+  void give_up(h2_stream& s, bool client_left);
+  void stop_stream(h2_stream& s);
 
   // ---- a stream's timer --------------------------------------------------------------------------
 
-  void arm(std::int32_t id, h2_stream& s, clock::time_point at, why reason) {
-    s.timer_why = reason;
-    const bool sooner = at < s.timer_at;
-    s.timer_at = at;
-    if (!sooner && s.timer_armed)
-      return; // the pending wait fires earlier and re-arms itself
-    s.timer_armed = true;
-    s.timer.expires_at(at);
-    s.timer.async_wait([self = this->shared_from_this(), id](const error_code& ec) {
-      if (!ec)
-        self->on_stream_timer(id);
-    });
-  }
-
-  void on_stream_timer(std::int32_t id) {
-    auto* s = find(id);
-    if (closed_ || !s)
-      return;
-    s->timer_armed = false;
-    if (clock::now() < s->timer_at)
-      return arm(id, *s, s->timer_at, s->timer_why);
-    switch (s->timer_why) {
-      case why::incomplete: // a request begun and never finished: a slow stream
-        if (s->at == stage::head || s->at == stage::body)
-          return end_for(h2_abuse::incomplete_stream);
-        return;
-      case why::deadline:
-        if (s->started)
-          shared_.dispatch.deadline_passed(*s->started);
-        if (s->started)
-          arm(id, *s, s->started->hard_limit, why::hard_limit);
-        return;
-      case why::hard_limit:
-        if (s->at == stage::streaming) { // a progressive answer that never ended: cut it off
-          stop_stream(*s);
-          session_->reset(id, h2_error::internal_error);
-          return flush();
-        }
-        if (s->started && s->sink && s->sink->claim()) {
-          auto reply = shared_.dispatch.give_up(*s->started, s->sink->record(), false);
-          return answer(id, *s, std::move(reply));
-        }
-        return;
-      case why::sending: // the answer was not taken: the client does not read its window
-        return end_for(h2_abuse::stalled);
-      case why::none:
-        return;
-    }
-  }
+  void arm(std::int32_t id, h2_stream& s, clock::time_point at, why reason);
+  void on_stream_timer(std::int32_t id);
 
   // ---- bytes out ---------------------------------------------------------------------------------
 
@@ -526,47 +309,9 @@ private:
 
   // ---- the connection's timer: idle, a write that never drains, the end's linger ----------------
 
-  clock::time_point connection_due() const {
-    if (ending_)
-      return ending_at_;
-    auto at = clock::time_point::max();
-    if (writing_)
-      at = write_began_ + limits().request_timeout;
-    if (streams_.empty())
-      at = std::min(at, last_activity_ + limits().keep_alive_idle);
-    return at;
-  }
-
-  void arm_connection_timer() {
-    const auto at = connection_due();
-    if (at == clock::time_point::max() || (timer_armed_ && timer_at_ <= at))
-      return;
-    timer_armed_ = true;
-    timer_at_ = at;
-    timer_.expires_at(at);
-    timer_.async_wait([self = this->shared_from_this()](const error_code& ec) {
-      if (!ec)
-        self->on_connection_timer();
-    });
-  }
-
-  void on_connection_timer() {
-    timer_armed_ = false;
-    if (closed_)
-      return;
-    const auto now = clock::now();
-    if (now < connection_due())
-      return arm_connection_timer();
-    if (ending_)
-      return close();
-    if (writing_ && now >= write_began_ + limits().request_timeout) {
-      shared_.stats.h2_abuse[static_cast<int>(h2_abuse::stalled)].fetch_add(1, std::memory_order_relaxed);
-      return close(); // the socket takes nothing: no GOAWAY could reach the client either
-    }
-    drain(); // idle: GOAWAY, then closed
-    arm_connection_timer();
-  }
-
+  clock::time_point connection_due() const;
+  void arm_connection_timer();
+  void on_connection_timer();
   void close() {
     if (closed_)
       return;
@@ -613,3 +358,8 @@ private:
 };
 
 } // namespace gather
+
+// The member functions, by job: the streams' requests (what the session read, each stream's
+// request and answer); the timers (each stream's, and the connection's).
+#include "h2_connection_streams.hpp"
+#include "h2_connection_timers.hpp"

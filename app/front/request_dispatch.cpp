@@ -10,6 +10,7 @@
 #include "gather/actors/coordinator.hpp"
 #include "gather/ops/ops_endpoints.hpp"
 #include "gather/config/route_table.hpp"
+#include "gather/actors/process_services.hpp"
 #include "gather/tracing/span_exporter.hpp"
 #include "gather/tracing/traceparent.hpp"
 
@@ -31,10 +32,8 @@ int status_for(parse_refusal why) {
 } // namespace
 
 request_dispatch::request_dispatch(gateway_stats& stats, caf::actor_system& system,
-                                   section_runtime runtime, listener_role role)
-  : stats_(stats), system_(system), runtime_(std::move(runtime)), role_(role) {
-  runtime_.serving.reset();
-  runtime_.counters = nullptr;
+                                   const process_services& services, listener_role role)
+  : stats_(stats), system_(system), services_(services), role_(role) {
 }
 
 bool request_dispatch::may_read_body(const serving_config& serving, const request_head& head) const {
@@ -46,9 +45,9 @@ request_record request_dispatch::record_of(const serving_config& serving, const 
                                            const std::string& request_id, std::size_t route,
                                            steady_time arrived) const {
   // Without tracing nothing is recorded: new traces go out unsampled, a caller's flag as it came.
-  const double ratio = runtime_.spans ? runtime_.spans->sample_ratio() : 0.0;
+  const double ratio = services_.spans.sample_ratio();
   const auto& routes = serving.cfg.routes;
-  request_record record{{&serving.counters, runtime_.spans},
+  request_record record{{&serving.counters, &services_.spans},
                         request_id,
                         head.method,
                         arrived,
@@ -75,17 +74,11 @@ std::shared_ptr<Job> request_dispatch::make_job(const std::shared_ptr<const serv
                                                std::size_t route_index,
                                                const std::shared_ptr<reply_sink>& sink,
                                                inbound_request inbound) const {
-  auto job = std::make_shared<Job>();
+  auto job = std::make_shared<Job>(services_, serving);
   job->route = &serving->cfg.routes[route_index];
   job->deadline = request_deadline(serving->deadline_header_lower, inbound,
                                    job->route->batch ? job->route->batch->deadline : job->route->deadline);
   job->route_index = route_index;
-  job->runtime = runtime_;
-  job->runtime.serving = serving;
-  job->runtime.counters = &serving->counters;
-  job->runtime.max_response_bytes = serving->cfg.max_response_bytes;
-  job->runtime.guards = &serving->guards;
-  job->runtime.deadline_header = &serving->cfg.deadline_header;
   job->reply = sink;
   job->inbound = std::move(inbound);
   return job;
@@ -99,9 +92,9 @@ request_dispatch::serve(const std::shared_ptr<const serving_config>& serving, ad
   const auto path = head.path();
   if (is_ops_path(path, cfg, role_))
     return serve_ops(head.method, path, request.request_id,
-                     ops_sources{cfg, stats_, system_, *runtime_.client, serving->counters,
-                                 *runtime_.inflight, *runtime_.cache, runtime_.nodes,
-                                 runtime_.spans});
+                     ops_sources{cfg, stats_, system_, services_.client, serving->counters,
+                                 services_.inflight, services_.cache, services_.nodes,
+                                 services_.spans});
   if (role_ == listener_role::admin) // no route is served here, whatever its path
     return error_reply(404, "no_route", request.request_id);
   auto record = record_of(*serving, head, request.request_id, request.route_index(), arrived);

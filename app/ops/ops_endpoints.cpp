@@ -18,7 +18,7 @@ namespace {
 constexpr std::size_t slowest_listed = 20;
 
 std::vector<node_view> node_views(const ops_sources& src) {
-  return src.nodes ? src.nodes->nodes() : std::vector<node_view>{};
+  return src.nodes.nodes();
 }
 
 std::vector<std::pair<std::string, bool>> node_states(const ops_sources& src) {
@@ -45,11 +45,9 @@ http_reply metrics_text(const ops_sources& src) {
   process.actors_running = src.system.registry().running();
   process.downstream_inflight = src.client.inflight();
   process.nodes = node_states(src);
-  if (src.spans) {
-    process.spans_dropped = src.spans->dropped();
-    process.spans_exported = src.spans->exported();
-    process.span_exports_failed = src.spans->failed_exports();
-  }
+  process.spans_dropped = src.spans.dropped();
+  process.spans_exported = src.spans.exported();
+  process.span_exports_failed = src.spans.failed_exports();
   process.config_reloads_ok = src.stats.config_reloads_ok.load();
   process.config_reloads_invalid = src.stats.config_reloads_invalid.load();
   for (std::size_t i = 0; i < process.connections_by_proto.size(); ++i)

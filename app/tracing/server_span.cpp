@@ -29,7 +29,7 @@ bool degraded(int status, const std::vector<section_outcome>& outcomes) {
 
 void finish_server_span(span_exporter* exporter, const trace_context& trace, std::string_view method,
                         const std::string& route, int status, bool degraded) {
-  if (!exporter || !trace.sampled)
+  if (!exporter || !exporter->exporting() || !trace.sampled)
     return;
   span_record r;
   r.trace_id = trace.trace_id;

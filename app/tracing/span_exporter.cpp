@@ -106,9 +106,13 @@ span_exporter::span_exporter(const tracing_config& cfg, downstream_client& clien
   asio::post(loop, [im = impl_.get()] { im->arm(); });
 }
 
+span_exporter::span_exporter() = default;
+
 span_exporter::~span_exporter() = default;
 
 void span_exporter::record(span_record span) {
+  if (!impl_)
+    return;
   auto& im = *impl_;
   bool full;
   {
@@ -124,15 +128,17 @@ void span_exporter::record(span_record span) {
     asio::post(im.loop, [p = impl_.get()] { p->export_batch(); });
 }
 
-double span_exporter::sample_ratio() const { return impl_->cfg.sample_ratio; }
+double span_exporter::sample_ratio() const { return impl_ ? impl_->cfg.sample_ratio : 0.0; }
 
-std::uint64_t span_exporter::dropped() const { return impl_->dropped.load(); }
+std::uint64_t span_exporter::dropped() const { return impl_ ? impl_->dropped.load() : 0; }
 
-std::uint64_t span_exporter::exported() const { return impl_->exported.load(); }
+std::uint64_t span_exporter::exported() const { return impl_ ? impl_->exported.load() : 0; }
 
-std::uint64_t span_exporter::failed_exports() const { return impl_->failed.load(); }
+std::uint64_t span_exporter::failed_exports() const { return impl_ ? impl_->failed.load() : 0; }
 
 std::size_t span_exporter::queued() const {
+  if (!impl_)
+    return 0;
   std::lock_guard<std::mutex> guard{impl_->mutex};
   return impl_->queue.size();
 }

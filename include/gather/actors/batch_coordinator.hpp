@@ -25,6 +25,11 @@ class retry_budget;
 /// Everything one batch request needs, handed over by the HTTP front with its body already parsed.
 /// As for aggregate_job, the front sends `deadline_atom` when the batch's deadline passes.
 struct batch_job {
+  batch_job(const process_services& s, std::shared_ptr<const serving_config> generation)
+    : services(s), serving(std::move(generation)) {}
+
+  const process_services& services;
+  std::shared_ptr<const serving_config> serving; ///< the generation the request began on: owns `route`
   const route_config* route = nullptr; ///< a batch route: `route->batch` is set
   std::size_t route_index = 0;         ///< the route's position in the config
   inbound_request inbound;
@@ -32,7 +37,6 @@ struct batch_job {
   batch_plan plan;
   std::shared_ptr<reply_sink> reply; ///< where the answer goes
   answer_format format = answer_format::json; ///< whole, or progressive (NDJSON, SSE)
-  section_runtime runtime; ///< its `serving` owns `route`
 };
 
 struct batch_coordinator_state {

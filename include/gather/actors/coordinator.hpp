@@ -26,13 +26,17 @@ class progressive_answer; // app/answer: the actors' own dependency, not their c
 /// passes, from the connection's timer on its event loop (CAF's clock thread would cost a thread
 /// wake-up per request, and the dead coordinator's memory would live until a delayed_send fired).
 struct aggregate_job {
+  aggregate_job(const process_services& s, std::shared_ptr<const serving_config> generation)
+    : services(s), serving(std::move(generation)) {}
+
+  const process_services& services;
+  std::shared_ptr<const serving_config> serving; ///< the generation the request began on: owns `route`
   const route_config* route = nullptr;
   std::size_t route_index = 0;
   inbound_request inbound;
   steady_time deadline; ///< the route's deadline, or sooner when the client's deadline header asks
   std::shared_ptr<reply_sink> reply; ///< where the answer goes
   answer_format format = answer_format::json; ///< whole, or progressive (NDJSON, SSE)
-  section_runtime runtime; ///< its `serving` owns `route`
 };
 
 struct coordinator_state {

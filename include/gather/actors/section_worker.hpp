@@ -12,9 +12,8 @@
 #include <caf/typed_response_promise.hpp>
 
 #include "gather/config/config.hpp"
+#include "gather/actors/section_attempts.hpp"
 #include "gather/downstream/downstream_client.hpp"
-#include "gather/resilience/concurrency_limit.hpp"
-#include "gather/tracing/call_span.hpp"
 #include "gather/values/gateway_stats.hpp"
 #include "gather/values/inbound_request.hpp"
 #include "gather/values/section_outcome.hpp"
@@ -22,33 +21,9 @@
 
 namespace gather {
 
-class metrics;
-class inflight_registry;
-class section_cache;
-class cluster;
-class section_guards;
 struct section_guard;
-class span_exporter;
-class origin_allowlist;
 struct serving_config;
-
-/// What the process gives every worker: where to send calls and what to count.
-struct section_runtime {
-  downstream_client* client = nullptr;
-  gateway_stats* stats = nullptr;
-  metrics* counters = nullptr;       ///< `serving`'s; null on a cluster node
-  inflight_registry* inflight = nullptr;
-  section_cache* cache = nullptr;    ///< null on a cluster node
-  cluster* nodes = nullptr;          ///< null without a cluster, and on a cluster node
-  std::size_t max_response_bytes = 8 * 1024 * 1024; ///< `serving`'s
-  section_guards* guards = nullptr;  ///< null on a cluster node (the gateway guards its calls)
-  const std::string* deadline_header = nullptr; ///< the config's; null or empty: none
-  span_exporter* spans = nullptr;    ///< null without tracing, and on a cluster node
-  const origin_allowlist* origins = nullptr; ///< on a cluster node: what it may call (else null)
-  /// The configuration generation the request began on (null on a cluster node): every actor of
-  /// the request holds it, so its routes and `counters` outlive the request's last actor.
-  std::shared_ptr<const serving_config> serving{};
-};
+struct process_services;
 
 /// One section of one request, resolved: what to call, plus what only this process needs.
 struct section_call {
@@ -63,56 +38,48 @@ struct section_call {
   std::string cache_key;
   millis cache_ttl{0};
   millis stale_ttl{0};
-  /// The route section's bulkhead, circuit, latencies and retry budget; null: none (a node).
+  /// The route section's bulkhead, circuit, latencies and retry budget. Null for a node's call:
+  /// it is no route section of the node's; the gateway that sent it guards and counts it.
   section_guard* guard = nullptr;
 };
 
-/// Resolves section `index` of route `route` (in `runtime.serving`) for one request whose URL
-/// rendered to `url`.
+/// Resolves section `index` of route `route` (in `serving`, the request's generation) for one
+/// request whose URL rendered to `url`.
 section_call make_section_call(const section_config& section, std::size_t route, std::size_t index,
                                std::string url, const inbound_request& in, steady_time deadline,
                                std::shared_ptr<std::atomic<bool>> answered,
-                               const section_runtime& runtime);
+                               const serving_config& serving);
 
 /// "Name: N": the deadline header of a call that may take `call_timeout` with `left` until the
 /// request's deadline: the smaller of the two in whole milliseconds, at least 1.
 std::string deadline_header_line(const std::string& name, millis call_timeout,
                                  std::chrono::nanoseconds left);
 
-/// One downstream call of the current attempt (the first call, or a hedge).
-struct running_call {
-  std::uint32_t seq = 0;      ///< tells its completion from another call's
-  std::uint64_t transfer = 0; ///< the client's id
-  steady_time started;
-  call_span span;             ///< its CLIENT span: hedges and retries each have their own
-  concurrency_limit::slot slot; ///< its place in the route section's bulkhead, while it runs
-};
-
 struct section_worker_state {
-  section_runtime runtime;
-  section_call call;
+  const process_services* services = nullptr; ///< set when spawned, never null afterwards
+  /// The generation the request began on: every actor of the request holds it, so its routes,
+  /// guards and counters outlive the request's last actor. A node's: a generation of no routes.
+  std::shared_ptr<const serving_config> serving;
+  section_call call; ///< its guard points into `serving`, declared before what holds its slots
   caf::actor coordinator;
   caf::typed_response_promise<section_outcome> promise;
   bool promised = false;
-  std::vector<running_call> calls; ///< of the current attempt, in the order they started
+  live_count alive;                 ///< in gateway_stats::workers while the worker lives
+  // What the worker started ends itself when the state goes (section_attempts.hpp): the worker
+  // needs no destructor, however it ends.
+  hedged_attempt attempt;           ///< the attempt running here now, if any
+  std::optional<remote_run> remote; ///< the attempt running on a cluster node now, if any
+  std::optional<local_run> local;   ///< counted in the cluster's local share (it has nodes)
+  circuit_probe probe;              ///< set when this section is its circuit's half-open probe
   std::uint32_t next_seq = 0;
   std::uint32_t attempt_no = 0;     ///< attempts started here: a hedge timer names its attempt
-  std::uint32_t attempt_first = 0;  ///< seq of the attempt's first call
-  std::int32_t attempt_calls = 0;   ///< calls of the current attempt so far
-  steady_time attempt_started;
   section_outcome last_failure;     ///< what the section ends with when a retry is not made
-  bool probe = false;               ///< this section is its circuit's half-open probe
-  concurrency_limit::slot remote_slot; ///< the bulkhead slot of work running on a node
   std::int32_t hedges = 0;
   not_made_reason not_made = not_made_reason::none;
   std::int32_t attempts = 0;
   steady_time started;
-  std::optional<std::size_t> node; ///< the cluster node running the call now, if any
-  caf::actor node_actor;
   std::uint32_t sent = 0;          ///< work sent to nodes so far: tells a stale answer from the current one
-  bool counted_local = false;      ///< counted in the cluster's local share
 
-  ~section_worker_state(); ///< cancels the calls still in flight (the worker quit or was killed)
   static inline const char* name = "section_worker";
 };
 
@@ -120,6 +87,7 @@ struct section_worker_state {
 /// transfer and quits. Answers `run_atom` once with a section_outcome. On a cluster node the
 /// "coordinator" is the gateway-side worker that sent the work.
 caf::behavior section_worker(caf::stateful_actor<section_worker_state>* self, caf::actor coordinator,
-                             section_runtime runtime, section_call call);
+                             const process_services& services,
+                             std::shared_ptr<const serving_config> serving, section_call call);
 
 } // namespace gather

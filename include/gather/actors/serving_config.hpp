@@ -12,7 +12,9 @@
 // in the gateway and is only pointed at from here. To give a route or section per-generation state
 // of its own, add a member and build it in the constructor from `cfg`; state that changes while
 // requests run (atomics, as `counters` holds) is declared `mutable`. Actors reach the generation
-// through section_runtime::serving, the front through started_request::serving.
+// through their job's `serving` (each section worker holds it too), the front through
+// started_request::serving. Read a value of `cfg` through an accessor here where there is one,
+// never by copying it into something that outlives the call.
 #pragma once
 
 #include <atomic>
@@ -58,6 +60,11 @@ struct serving_config {
   /// Per route, its bearer-token guard and rate limiter (buckets start full with each
   /// generation); null when the generation was built without (a tool, a test).
   const std::shared_ptr<const admission_gates> gates;
+
+  /// The header that tells a downstream how long it has (docs/resilience.md); empty: none.
+  const std::string& deadline_header() const { return cfg.deadline_header; }
+  /// The largest downstream body a call of this generation reads (`max_response_bytes`).
+  std::size_t max_response_bytes() const { return cfg.max_response_bytes; }
 };
 
 /// Where the front takes the generation in force from; the gateway installs a new one on reload.

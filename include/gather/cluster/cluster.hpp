@@ -47,6 +47,9 @@ public:
 
   /// The links dial from `loop`. With `cfg.tls` the actor system must have enable_cluster_tls.
   cluster(caf::actor_system& system, cluster_config cfg, boost::asio::io_context& loop);
+  /// A cluster without nodes (a gateway without `cluster`, a node): place() always answers "this
+  /// process"; nothing is dialed.
+  explicit cluster(caf::actor_system& system);
   ~cluster(); ///< stops the links (their dials in flight are dropped)
   cluster(const cluster&) = delete;
   cluster& operator=(const cluster&) = delete;
@@ -63,18 +66,20 @@ public:
   void local_started();
   void local_ended();
 
+  /// False for a cluster without nodes: its workers need not ask place().
+  bool has_nodes() const { return !slots_.empty(); }
   std::vector<node_view> nodes() const;
   const std::string& address(std::size_t node) const;
 
   struct node_slot; ///< a node's address, whether it is up, its actor and counts
   const cluster_config& cfg() const { return cfg_; }
   node_slot& slot(std::size_t node) { return *slots_[node]; }
-  boost::asio::io_context& loop() { return loop_; }
+  boost::asio::io_context& loop() { return *loop_; }
 
 private:
   caf::actor_system& system_;
   cluster_config cfg_;
-  boost::asio::io_context& loop_;
+  boost::asio::io_context* loop_ = nullptr; ///< null without nodes
   std::vector<std::unique_ptr<node_slot>> slots_;
   std::atomic<std::int64_t> local_inflight_{0};
   std::atomic<std::uint64_t> local_work_{0};

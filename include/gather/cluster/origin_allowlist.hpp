@@ -15,7 +15,7 @@ public:
   /// The origins given (`scheme://host:port`), or the problem with the first one that is not one.
   static std::optional<origin_allowlist> of(const std::set<std::string>& origins, std::string& problem);
 
-  /// True when `url`'s origin may be called; `origin` is set either way (for the log).
+  /// True when `url`'s origin may be called; when it may not, `origin` is set (for the log).
   bool allows(const std::string& url, std::string& origin) const;
 
 private:

@@ -18,8 +18,13 @@
 
 namespace gather {
 
-/// The node's published actor: answers `hello` with the protocol version and runs `work`.
-caf::behavior node_service(caf::event_based_actor* self, struct section_runtime runtime);
+struct process_services;
+struct serving_config;
+
+/// The node's published actor: answers `hello` with the protocol version and runs `work` with
+/// the node's services and its generation (one of no routes: the work carries what it needs).
+caf::behavior node_service(caf::event_based_actor* self, const process_services& services,
+                           std::shared_ptr<const serving_config> serving);
 
 struct node_options {
   origin_allowlist origins;               ///< what its workers may call

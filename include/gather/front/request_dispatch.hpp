@@ -45,9 +45,9 @@ struct started_request {
 /// a request never mixes two configurations.
 class request_dispatch {
 public:
-  /// `runtime`'s `serving` and `counters` are left empty: each request's job gets its generation's.
+  /// `services` outlive the dispatch; each request's job gets them and its own generation.
   /// On the admin listener (`role`) only the operations paths answer: anything else is 404.
-  request_dispatch(gateway_stats& stats, caf::actor_system& system, section_runtime runtime,
+  request_dispatch(gateway_stats& stats, caf::actor_system& system, const process_services& services,
                    listener_role role = listener_role::main);
 
   gateway_stats& stats() { return stats_; }
@@ -96,7 +96,7 @@ private:
 
   gateway_stats& stats_;
   caf::actor_system& system_;
-  section_runtime runtime_;
+  const process_services& services_;
   listener_role role_;
 };
 

@@ -27,8 +27,8 @@ struct ops_sources {
   const metrics& counters;
   const inflight_registry& inflight;
   const section_cache& cache;
-  const cluster* nodes; ///< null without a cluster
-  const span_exporter* spans = nullptr; ///< null without tracing
+  const cluster& nodes;       ///< without a cluster: one of no nodes
+  const span_exporter& spans; ///< without tracing: one that exports nothing
 };
 
 /// Which listener a request came in on: `listen`, or the operations listener (`admin.listen`).

@@ -29,10 +29,14 @@ public:
   /// bounds the collector's reply (read and discarded).
   span_exporter(const tracing_config& cfg, downstream_client& client, boost::asio::io_context& loop,
                 std::size_t max_response_bytes);
+  /// Tracing off (no `tracing` in the config, a cluster node): records and exports nothing.
+  span_exporter();
   ~span_exporter();
   span_exporter(const span_exporter&) = delete;
   span_exporter& operator=(const span_exporter&) = delete;
 
+  /// False when tracing is off: a span given to this exporter would only be dropped.
+  bool exporting() const { return impl_ != nullptr; }
   /// Queues a finished span; thread-safe, never blocks on I/O.
   void record(span_record span);
 

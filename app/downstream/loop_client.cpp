@@ -1,0 +1,286 @@
+// The downstream HTTP client: HTTP/1.1 over Boost.Beast on the Asio event loops, a keep-alive pool
+// per scheme://host:port on each loop. Other threads only post to a loop (submit, cancel);
+// everything else belongs to the loop's thread, so the pools, the running transfers and their
+// sockets need no lock.
+//
+// One transfer: take an idle connection for its origin or connect a new one (a host name looked up
+// on that name's own thread, name_lookups.hpp; TLS with SNI and certificate and host name
+// verification for https), write the request, read the response with Beast's parser bounded by max_body_bytes, hand the connection
+// back to the pool when the response allows keep-alive. One timer bounds the whole transfer
+// (connect, send, a trickling body). A reused connection that the server closed while idle fails
+// before any byte of the answer: then, and only then, the request is sent once more on a new one.
+#include "loop_client.hpp"
+
+#include <algorithm>
+#include <deque>
+#include <stdexcept>
+#include <utility>
+
+#include <boost/asio/connect.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/beast/http/read.hpp>
+
+#include "gather/config/port.hpp"
+
+namespace gather::downstream_loop {
+
+/// Idle keep-alive connections kept per loop, all origins together.
+constexpr std::size_t max_idle_connections = 1024;
+
+std::unique_ptr<asio::ssl::context> make_client_tls() {
+  auto ctx = std::make_unique<asio::ssl::context>(asio::ssl::context::tls_client);
+  ctx->set_options(asio::ssl::context::default_workarounds | asio::ssl::context::no_sslv2 |
+                   asio::ssl::context::no_sslv3 | asio::ssl::context::no_tlsv1 |
+                   asio::ssl::context::no_tlsv1_1);
+  error_code ignored;
+  ctx->set_default_verify_paths(ignored); // the system's CAs (and SSL_CERT_FILE / SSL_CERT_DIR)
+  ctx->set_verify_mode(asio::ssl::verify_peer);
+  return ctx;
+}
+
+void loop_client::start(std::uint64_t id, transfer_request request, downstream_client::completion done) {
+  auto t = std::make_shared<transfer>(loop_);
+  t->id = id;
+  t->done = std::move(done);
+  t->max_body_bytes = request.max_body_bytes;
+  auto where = split_url(request.url);
+  if (!where) {
+    --inflight_;
+    transfer_result result;
+    result.error = transfer_error::protocol;
+    result.detail = "not an http or https URL";
+    return t->done(std::move(result));
+  }
+  t->where = std::move(*where);
+  auto& bytes = t->request_bytes; // sized once: one allocation, not one per growth step
+  std::size_t size = request.method.size() + t->where.target.size() + t->where.host_header.size() +
+                     request.body.size() + 64;
+  for (const auto& line : request.headers)
+    size += line.size() + 2;
+  bytes.reserve(size);
+  bytes += request.method;
+  bytes += ' ';
+  bytes += t->where.target;
+  bytes += " HTTP/1.1\r\nHost: ";
+  bytes += t->where.host_header;
+  bytes += "\r\n";
+  for (const auto& line : request.headers) {
+    bytes += line;
+    bytes += "\r\n";
+  }
+  if (!request.body.empty() || request.method != "GET") {
+    bytes += "Content-Length: ";
+    bytes += std::to_string(request.body.size());
+    bytes += "\r\n";
+  }
+  bytes += "\r\n";
+  bytes += request.body;
+  running_.emplace(id, t);
+  // At least 1 ms; the one timer bounds connect, send and a trickling body together.
+  const auto timeout = std::chrono::microseconds{std::max(request.timeout, std::chrono::milliseconds{1})};
+  if (request.slow && request.slow_after.count() > 0 && request.slow_after < timeout)
+    arm_slow(t, request.slow_after, timeout - request.slow_after, std::move(request.slow));
+  else
+    arm_timeout(t, timeout);
+  if (auto idle = take_idle(t->where.key)) {
+    t->conn = std::move(idle);
+    t->reused = true;
+    return send(t);
+  }
+  connect(t);
+}
+
+void loop_client::arm_timeout(const std::shared_ptr<transfer>& t, std::chrono::microseconds after) {
+  t->timer.expires_after(after);
+  t->timer.async_wait([this, t](const error_code& ec) {
+    if (!ec && !t->finished)
+      fail(*t, transfer_error::timeout, "the transfer's timeout passed");
+  });
+}
+
+void loop_client::abandon(std::uint64_t id) {
+  auto it = running_.find(id);
+  if (it == running_.end())
+    return;
+  auto t = it->second;
+  running_.erase(it);
+  --inflight_;
+  t->finished = true;
+  t->timer.cancel();
+  if (t->conn)
+    t->conn->close(); // the downstream sees the connection close
+}
+
+std::unique_ptr<origin_connection> loop_client::take_idle(const std::string& key) {
+  auto it = idle_.find(key);
+  if (it == idle_.end() || it->second.empty())
+    return nullptr;
+  auto conn = std::move(it->second.back());
+  it->second.pop_back();
+  --idle_count_;
+  return conn;
+}
+
+void loop_client::give_back(std::unique_ptr<origin_connection> conn) {
+  if (idle_count_ >= max_idle_connections)
+    return conn->close();
+  ++idle_count_;
+  auto& pool = idle_[conn->key];
+  pool.push_back(std::move(conn));
+}
+
+void loop_client::connect(const std::shared_ptr<transfer>& t) {
+  t->conn = std::make_unique<origin_connection>(loop_, tls_, t->where.tls);
+  t->conn->key = t->where.key;
+  t->reused = false;
+  error_code ec;
+  const auto address = asio::ip::make_address(t->where.host, ec);
+  if (!ec) { // an IP address: no lookup
+    const tcp::endpoint endpoint{address, static_cast<unsigned short>(*parse_port(t->where.port))};
+    return t->conn->lowest().async_connect(endpoint, [this, t](const error_code& cec) {
+      connected(t, cec);
+    });
+  }
+  // On the name's own thread (name_lookups.hpp): a name that never resolves delays no other.
+  lookups_.resolve(t->where.host, t->where.port, loop_, [this, t](const error_code& rec, name_lookups::endpoints found) {
+    if (t->finished)
+      return;
+    if (rec)
+      return fail(*t, transfer_error::connect, "could not resolve " + t->where.host + ": " + rec.message());
+    asio::async_connect(t->conn->lowest(), found, [this, t](const error_code& cec, const tcp::endpoint&) {
+      connected(t, cec);
+    });
+  });
+}
+
+void loop_client::connected(const std::shared_ptr<transfer>& t, const error_code& ec) {
+  if (t->finished)
+    return;
+  if (ec)
+    return fail(*t, transfer_error::connect, "could not connect to " + t->where.key + ": " + ec.message());
+  error_code ignored;
+  t->conn->lowest().set_option(tcp::no_delay(true), ignored);
+  if (!t->conn->tls_stream)
+    return send(t);
+  auto& stream = *t->conn->tls_stream;
+  // SNI (for a name: RFC 6066 allows no IP address there), and the certificate must name the
+  // host (checked against the system's CAs).
+  error_code not_ip;
+  asio::ip::make_address(t->where.host, not_ip);
+  if (not_ip)
+    SSL_set_tlsext_host_name(stream.native_handle(), t->where.host.c_str());
+  stream.set_verify_callback(asio::ssl::host_name_verification(t->where.host));
+  stream.async_handshake(asio::ssl::stream_base::client, [this, t](const error_code& hec) {
+    if (t->finished)
+      return;
+    if (hec)
+      return fail(*t, transfer_error::connect, "TLS handshake with " + t->where.key + " failed: " + hec.message());
+    send(t);
+  });
+}
+
+void loop_client::send(const std::shared_ptr<transfer>& t) {
+  with_stream(*t->conn, [&](auto& stream) {
+    asio::async_write(stream, asio::buffer(t->request_bytes), [this, t](const error_code& ec, std::size_t) {
+      if (t->finished)
+        return;
+      if (ec)
+        return lost_connection(t, ec);
+      receive(t);
+    });
+  });
+}
+
+void loop_client::receive(const std::shared_ptr<transfer>& t) {
+  t->parser.emplace();
+  limit_response(*t->parser, t->max_body_bytes);
+  with_stream(*t->conn, [&](auto& stream) {
+    http::async_read_header(stream, t->conn->buffer, *t->parser,
+                            [this, t](const error_code& ec, std::size_t head_bytes) {
+                              if (t->finished)
+                                return;
+                              if (ec)
+                                return read_failed(t, ec);
+                              if (!head_within_cap(head_bytes))
+                                return fail(*t, transfer_error::protocol,
+                                            "malformed response from " + t->where.key + ": header limit exceeded");
+                              receive_body(t);
+                            });
+  });
+}
+
+void loop_client::receive_body(const std::shared_ptr<transfer>& t) {
+  with_stream(*t->conn, [&](auto& stream) {
+    http::async_read(stream, t->conn->buffer, *t->parser, [this, t](const error_code& ec, std::size_t) {
+      if (t->finished)
+        return;
+      if (ec)
+        return read_failed(t, ec);
+      answered(t);
+    });
+  });
+}
+
+void loop_client::lost_connection(const std::shared_ptr<transfer>& t, const error_code& ec) {
+  if (t->reused && !t->resent) {
+    t->resent = true;
+    t->conn->close();
+    return connect(t);
+  }
+  fail(*t, transfer_error::connect, "connection to " + t->where.key + " lost: " + ec.message());
+}
+
+void loop_client::read_failed(const std::shared_ptr<transfer>& t, const error_code& ec) {
+  switch (classify_read_failure(*t->parser, ec)) {
+  case read_failure::too_large:
+    return fail(*t, transfer_error::too_large, "the body exceeded max_response_bytes");
+  case read_failure::lost_before_answer:
+    return lost_connection(t, ec);
+  case read_failure::malformed:
+    return fail(*t, transfer_error::protocol, "malformed response from " + t->where.key + ": " + ec.message());
+  case read_failure::ended:
+    break;
+  }
+  fail(*t, transfer_error::connect, "connection to " + t->where.key + " ended: " + ec.message());
+}
+
+void loop_client::answered(const std::shared_ptr<transfer>& t) {
+  auto response = t->parser->release();
+  const bool keep = response.keep_alive();
+  transfer_result result;
+  result.http_status = static_cast<long>(response.result_int());
+  result.body = std::move(response.body());
+  auto conn = std::move(t->conn);
+  finish(*t);
+  if (keep && conn->buffer.size() == 0)
+    give_back(std::move(conn));
+  else
+    conn->close();
+  auto done = std::move(t->done);
+  done(std::move(result));
+}
+
+void loop_client::fail(transfer& t, transfer_error error, std::string detail) {
+  // Closed, not destroyed: an operation still pending on it (a read cut by the timer) completes
+  // into its buffer; the transfer, which its handlers hold, keeps the connection until then.
+  if (t.conn)
+    t.conn->close();
+  finish(t);
+  transfer_result result;
+  result.error = error;
+  result.detail = std::move(detail);
+  if (t.parser && t.parser->is_header_done()) // the status line had arrived (logged as such)
+    result.http_status = static_cast<long>(t.parser->get().result_int());
+  auto done = std::move(t.done);
+  done(std::move(result));
+}
+
+void loop_client::finish(transfer& t) {
+  t.finished = true;
+  t.timer.cancel();
+  if (running_.erase(t.id))
+    --inflight_;
+}
+
+} // namespace gather::downstream_loop
