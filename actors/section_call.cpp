@@ -52,7 +52,12 @@ std::string deadline_header_line(const std::string& name, millis call_timeout,
                                  std::chrono::nanoseconds left) {
   const auto left_ms = std::chrono::duration_cast<millis>(left);
   const auto ms = std::max<std::int64_t>(1, std::min(call_timeout, left_ms).count());
-  return name + ": " + std::to_string(ms);
+  std::string line;
+  line.reserve(name.size() + 24); // ": " and the digits: one allocation
+  line += name;
+  line += ": ";
+  line += std::to_string(ms);
+  return line;
 }
 
 } // namespace gather

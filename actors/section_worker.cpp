@@ -151,8 +151,9 @@ void launch_call(worker_ptr self, bool retry, concurrency_limit::slot slot) {
   const auto attempt_timeout = millis{st.call.work.timeout_ms};
   const auto left = std::max(millis{1}, attempt_timeout - std::chrono::duration_cast<millis>(
                                                             now - st.attempt.started()));
-  transfer_request request{st.call.work.url, st.call.work.headers, left,
-                           st.call.work.max_response_bytes};
+  transfer_request request{st.call.work.url, {}, left, st.call.work.max_response_bytes};
+  request.headers.reserve(st.call.work.headers.size() + 1); // + the deadline header: no regrowth
+  request.headers.assign(st.call.work.headers.begin(), st.call.work.headers.end());
   if (!st.call.work.deadline_header.empty())
     request.headers.push_back(
         deadline_header_line(st.call.work.deadline_header, left, st.call.deadline - now));

@@ -51,15 +51,30 @@ std::string field_value(std::string value) {
 
 std::vector<std::string> downstream_headers(const std::vector<std::string>& forward_headers,
                                             const inbound_request& in) {
-  std::vector<std::string> headers{"X-Request-Id: " + in.request_id, "Accept: application/json"};
-  if (in.trace.started())
-    headers.push_back("traceparent: " + format_traceparent(in.trace.trace_id, in.trace.span_id,
-                                                           in.trace.sampled));
-  for (const auto& name : forwarded_names(forward_headers, in)) {
+  // Room for the lines every call adds later (the deadline header), so no step regrows it.
+  std::vector<std::string> headers;
+  headers.reserve(4 + forward_headers.size() + in.claim_headers.size());
+  auto& id = headers.emplace_back();
+  id.reserve(14 + in.request_id.size());
+  id += "X-Request-Id: ";
+  id += in.request_id;
+  headers.emplace_back("Accept: application/json");
+  if (in.trace.started()) {
+    auto& line = headers.emplace_back("traceparent: ");
+    line += format_traceparent(in.trace.trace_id, in.trace.span_id, in.trace.sampled);
+  }
+  const auto add = [&](const std::string& name) {
     if (name == "traceparent")
-      continue;
+      return;
     for (auto [it, end] = in.headers.equal_range(name); it != end; ++it)
       headers.push_back(name + ": " + field_value(it->second));
+  };
+  if (in.claim_headers.empty()) { // the common case: no copy of the names
+    for (const auto& name : forward_headers)
+      add(name);
+  } else {
+    for (const auto& name : forwarded_names(forward_headers, in))
+      add(name);
   }
   return headers;
 }

@@ -53,15 +53,29 @@ void loop_client::start(std::uint64_t id, transfer_request request, downstream_c
     return t->done(std::move(result));
   }
   t->where = std::move(*where);
-  t->request_bytes = request.method + " " + t->where.target + " HTTP/1.1\r\nHost: " + t->where.host_header + "\r\n";
+  auto& bytes = t->request_bytes; // sized once: one allocation, not one per growth step
+  std::size_t size = request.method.size() + t->where.target.size() + t->where.host_header.size() +
+                     request.body.size() + 64;
+  for (const auto& line : request.headers)
+    size += line.size() + 2;
+  bytes.reserve(size);
+  bytes += request.method;
+  bytes += ' ';
+  bytes += t->where.target;
+  bytes += " HTTP/1.1\r\nHost: ";
+  bytes += t->where.host_header;
+  bytes += "\r\n";
   for (const auto& line : request.headers) {
-    t->request_bytes += line;
-    t->request_bytes += "\r\n";
+    bytes += line;
+    bytes += "\r\n";
   }
-  if (!request.body.empty() || request.method != "GET")
-    t->request_bytes += "Content-Length: " + std::to_string(request.body.size()) + "\r\n";
-  t->request_bytes += "\r\n";
-  t->request_bytes += request.body;
+  if (!request.body.empty() || request.method != "GET") {
+    bytes += "Content-Length: ";
+    bytes += std::to_string(request.body.size());
+    bytes += "\r\n";
+  }
+  bytes += "\r\n";
+  bytes += request.body;
   running_.emplace(id, t);
   // At least 1 ms; the one timer bounds connect, send and a trickling body together.
   const auto timeout = std::chrono::microseconds{std::max(request.timeout, std::chrono::milliseconds{1})};

@@ -38,7 +38,9 @@ call_span call_span::begin(span_exporter* exporter, std::vector<std::string>& he
   r.kind = span_kind::client;
   r.name = std::move(name);
   r.start_unix_ns = unix_nanos_now();
-  *line = std::string{traceparent_prefix} + format_traceparent(r.trace_id, r.span_id, request->sampled);
+  // In place: the line keeps its buffer (the value has the same length).
+  line->replace(traceparent_prefix.size(), std::string::npos,
+                format_traceparent(r.trace_id, r.span_id, request->sampled));
   span.exporter_ = request->sampled && exporter && exporter->exporting() ? exporter : nullptr;
   span.attempt_ = attempt;
   span.started_ = true;
