@@ -8,7 +8,7 @@
 namespace gather {
 
 template <class Stream>
-void connection<Stream>::begin_request() {
+inline void connection<Stream>::begin_request() {
   if (closed_)
     return;
   if (shared_.draining.load(std::memory_order_relaxed) && buffer_.size() == 0)
@@ -26,7 +26,7 @@ void connection<Stream>::begin_request() {
 }
 
 template <class Stream>
-void connection<Stream>::parse() {
+inline void connection<Stream>::parse() {
   while (state_ == phase::reading && !closed_) {
     if (buffer_.size() == 0)
       return read();
@@ -59,7 +59,7 @@ void connection<Stream>::parse() {
 }
 
 template <class Stream>
-bool connection<Stream>::on_head() {
+inline bool connection<Stream>::on_head() {
   auto& head = parser_->head();
   head.peer = peer_;
   count_proto(head.version);
@@ -83,14 +83,14 @@ bool connection<Stream>::on_head() {
 }
 
 template <class Stream>
-bool connection<Stream>::answer_without_body() {
+inline bool connection<Stream>::answer_without_body() {
   close_after_ = !parser_->is_done();
   serve({});
   return false;
 }
 
 template <class Stream>
-void connection<Stream>::refuse_unparsed(const error_code& ec) {
+inline void connection<Stream>::refuse_unparsed(const error_code& ec) {
   admitting_.reset();
   const auto why = parser_->refusal_for(ec);
   auto& head = parser_->head();
@@ -102,7 +102,7 @@ void connection<Stream>::refuse_unparsed(const error_code& ec) {
 }
 
 template <class Stream>
-void connection<Stream>::answer_now(http_reply reply) {
+inline void connection<Stream>::answer_now(http_reply reply) {
   arrived_ = clock::now();
   state_ = phase::waiting;
   version_ = parser_->head().target.empty() ? 11 : parser_->head().version;
@@ -110,7 +110,7 @@ void connection<Stream>::answer_now(http_reply reply) {
 }
 
 template <class Stream>
-void connection<Stream>::serve(std::string body) {
+inline void connection<Stream>::serve(std::string body) {
   arrived_ = clock::now();
   state_ = phase::waiting;
   head_only_ = parser_->head().method == "HEAD";
@@ -130,7 +130,7 @@ void connection<Stream>::serve(std::string body) {
 }
 
 template <class Stream>
-void connection<Stream>::count_proto(int version) {
+inline void connection<Stream>::count_proto(int version) {
   if (proto_counted_)
     return;
   proto_counted_ = true;
@@ -138,7 +138,7 @@ void connection<Stream>::count_proto(int version) {
 }
 
 template <class Stream>
-void connection<Stream>::read() {
+inline void connection<Stream>::read() {
   if (read_pending_ || closed_)
     return;
   if constexpr (!is_tls) {
@@ -162,7 +162,7 @@ void connection<Stream>::read() {
 }
 
 template <class Stream>
-void connection<Stream>::read_now() {
+inline void connection<Stream>::read_now() {
   if (read_pending_ || closed_)
     return;
   const auto room = buffer_.max_size() - buffer_.size();
@@ -177,7 +177,7 @@ void connection<Stream>::read_now() {
 }
 
 template <class Stream>
-void connection<Stream>::on_read(const error_code& ec, std::size_t n) {
+inline void connection<Stream>::on_read(const error_code& ec, std::size_t n) {
   if (closed_)
     return;
   if (ec)
@@ -191,7 +191,7 @@ void connection<Stream>::on_read(const error_code& ec, std::size_t n) {
 }
 
 template <class Stream>
-void connection<Stream>::on_read_end() {
+inline void connection<Stream>::on_read_end() {
   if (state_ == phase::streaming) // mid-answer: what still runs is cancelled
     return stop_stream(), close();
   if (state_ == phase::waiting && started_ && sink_ && sink_->claim()) {

@@ -8,7 +8,7 @@
 namespace gather {
 
 template <class Stream>
-void connection<Stream>::stop_stream() {
+inline void connection<Stream>::stop_stream() {
   if (started_)
     shared_.dispatch.cancel(*started_);
   started_.reset();
@@ -17,7 +17,7 @@ void connection<Stream>::stop_stream() {
 }
 
 template <class Stream>
-void connection<Stream>::send_answer(http_reply reply) {
+inline void connection<Stream>::send_answer(http_reply reply) {
   dress_.apply(reply);
   state_ = phase::writing;
   const bool keep = keep_alive_ && !close_after_ && !shared_.draining.load(std::memory_order_relaxed);
@@ -28,14 +28,14 @@ void connection<Stream>::send_answer(http_reply reply) {
 }
 
 template <class Stream>
-void connection<Stream>::queue_write(std::string bytes, bool is_answer) {
+inline void connection<Stream>::queue_write(std::string bytes, bool is_answer) {
   writes_.push_back({std::move(bytes), is_answer});
   if (writes_.size() == 1)
     write_front();
 }
 
 template <class Stream>
-void connection<Stream>::write_front() {
+inline void connection<Stream>::write_front() {
   if (state_ != phase::streaming) // a stream's pieces leave under the request's own deadline
     set_deadline_if_none();
   boost::asio::async_write(stream_, boost::asio::buffer(writes_.front().bytes),
@@ -45,7 +45,7 @@ void connection<Stream>::write_front() {
 }
 
 template <class Stream>
-void connection<Stream>::on_written(const error_code& ec) {
+inline void connection<Stream>::on_written(const error_code& ec) {
   if (closed_)
     return;
   if (ec)
@@ -62,7 +62,7 @@ void connection<Stream>::on_written(const error_code& ec) {
 }
 
 template <class Stream>
-void connection<Stream>::linger() {
+inline void connection<Stream>::linger() {
   state_ = phase::closing;
   error_code ignored;
   boost::beast::get_lowest_layer(stream_).shutdown(boost::asio::ip::tcp::socket::shutdown_send, ignored);
@@ -72,7 +72,7 @@ void connection<Stream>::linger() {
 }
 
 template <class Stream>
-void connection<Stream>::close() {
+inline void connection<Stream>::close() {
   if (closed_)
     return;
   closed_ = true;
@@ -85,7 +85,7 @@ void connection<Stream>::close() {
 }
 
 template <class Stream>
-void connection<Stream>::set_deadline(clock::time_point at, why reason) {
+inline void connection<Stream>::set_deadline(clock::time_point at, why reason) {
   deadline_ = at;
   reason_ = reason;
   if (timer_armed_ && timer_.expiry() <= at)
@@ -95,20 +95,20 @@ void connection<Stream>::set_deadline(clock::time_point at, why reason) {
 }
 
 template <class Stream>
-void connection<Stream>::set_deadline_if_none() {
+inline void connection<Stream>::set_deadline_if_none() {
   if (reason_ == why::deadline || reason_ == why::hard_limit || reason_ == why::none)
     set_deadline(clock::now() + limits().request_timeout, why::request);
 }
 
 template <class Stream>
-void connection<Stream>::wait_timer() {
+inline void connection<Stream>::wait_timer() {
   timer_armed_ = true;
   ++timer_waits_;
   timer_.async_wait([self = this->shared_from_this()](const error_code& ec) { self->on_timer(ec); });
 }
 
 template <class Stream>
-void connection<Stream>::on_timer(const error_code& ec) {
+inline void connection<Stream>::on_timer(const error_code& ec) {
   if (--timer_waits_ == 0)
     timer_armed_ = false;
   if (ec || closed_ || timer_armed_)

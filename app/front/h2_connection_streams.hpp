@@ -12,7 +12,7 @@
 namespace gather {
 
 template <class Stream>
-void h2_connection<Stream>::stream_opened(std::int32_t id) {
+inline void h2_connection<Stream>::stream_opened(std::int32_t id) {
   auto s = std::make_unique<h2_stream>(stream_.get_executor());
   shared_.serving.refresh(serving_); // each request takes the generation in force as it begins
   s->serving = serving_;
@@ -24,7 +24,7 @@ void h2_connection<Stream>::stream_opened(std::int32_t id) {
 }
 
 template <class Stream>
-void h2_connection<Stream>::header(std::int32_t id, std::string_view name, std::string_view value) {
+inline void h2_connection<Stream>::header(std::int32_t id, std::string_view name, std::string_view value) {
   auto* s = find(id);
   if (!s || s->refusal != parse_refusal::none)
     return;
@@ -53,13 +53,13 @@ void h2_connection<Stream>::header(std::int32_t id, std::string_view name, std::
 }
 
 template <class Stream>
-void h2_connection<Stream>::header_list_too_large(std::int32_t id) {
+inline void h2_connection<Stream>::header_list_too_large(std::int32_t id) {
   if (auto* s = find(id))
     s->refusal = parse_refusal::headers_too_large;
 }
 
 template <class Stream>
-void h2_connection<Stream>::head_done(std::int32_t id, bool ends_stream) {
+inline void h2_connection<Stream>::head_done(std::int32_t id, bool ends_stream) {
   auto* s = find(id);
   if (!s || s->at != stage::head)
     return;
@@ -84,7 +84,7 @@ void h2_connection<Stream>::head_done(std::int32_t id, bool ends_stream) {
 }
 
 template <class Stream>
-void h2_connection<Stream>::body(std::int32_t id, std::string_view bytes) {
+inline void h2_connection<Stream>::body(std::int32_t id, std::string_view bytes) {
   auto* s = find(id);
   if (!s || s->at != stage::body)
     return;
@@ -96,7 +96,7 @@ void h2_connection<Stream>::body(std::int32_t id, std::string_view bytes) {
 }
 
 template <class Stream>
-void h2_connection<Stream>::body_done(std::int32_t id) {
+inline void h2_connection<Stream>::body_done(std::int32_t id) {
   auto* s = find(id);
   if (!s || s->at != stage::body)
     return;
@@ -105,7 +105,7 @@ void h2_connection<Stream>::body_done(std::int32_t id) {
 }
 
 template <class Stream>
-void h2_connection<Stream>::stream_closed(std::int32_t id, std::uint32_t) {
+inline void h2_connection<Stream>::stream_closed(std::int32_t id, std::uint32_t) {
   const auto it = streams_.find(id);
   if (it == streams_.end())
     return;
@@ -123,7 +123,7 @@ void h2_connection<Stream>::stream_closed(std::int32_t id, std::uint32_t) {
 }
 
 template <class Stream>
-long h2_connection<Stream>::answer_bytes(std::int32_t id, std::uint8_t* out, std::size_t room, bool& last) {
+inline long h2_connection<Stream>::answer_bytes(std::int32_t id, std::uint8_t* out, std::size_t room, bool& last) {
   auto* s = find(id);
   if (!s) {
     last = true;
@@ -143,7 +143,7 @@ long h2_connection<Stream>::answer_bytes(std::int32_t id, std::uint8_t* out, std
 }
 
 template <class Stream>
-void h2_connection<Stream>::serve(std::int32_t id, h2_stream& s) {
+inline void h2_connection<Stream>::serve(std::int32_t id, h2_stream& s) {
   s.at = stage::serving;
   s.arrived = clock::now();
   auto sink = std::make_shared<connection_sink>(stream_.get_executor(), this->weak_from_this(), id);
@@ -159,13 +159,13 @@ void h2_connection<Stream>::serve(std::int32_t id, h2_stream& s) {
 }
 
 template <class Stream>
-void h2_connection<Stream>::refuse(std::int32_t id, h2_stream& s) {
+inline void h2_connection<Stream>::refuse(std::int32_t id, h2_stream& s) {
   s.admitting.reset();
   answer(id, s, shared_.dispatch.refuse_unparsed(*s.serving, s.refusal, s.head, s.request_id, clock::now()));
 }
 
 template <class Stream>
-void h2_connection<Stream>::answer(std::int32_t id, h2_stream& s, http_reply reply) {
+inline void h2_connection<Stream>::answer(std::int32_t id, h2_stream& s, http_reply reply) {
   s.at = stage::answering;
   s.started.reset();
   s.sink.reset();
@@ -179,7 +179,7 @@ void h2_connection<Stream>::answer(std::int32_t id, h2_stream& s, http_reply rep
 }
 
 template <class Stream>
-std::vector<std::pair<std::string, std::string>>
+inline std::vector<std::pair<std::string, std::string>>
 h2_connection<Stream>::fields_of(const h2_stream& s, http_reply reply, bool whole) const {
   std::vector<std::pair<std::string, std::string>> fields;
   fields.reserve(4 + reply.headers.size());
@@ -202,7 +202,7 @@ h2_connection<Stream>::fields_of(const h2_stream& s, http_reply reply, bool whol
 }
 
 template <class Stream>
-void h2_connection<Stream>::give_up(h2_stream& s, bool client_left) {
+inline void h2_connection<Stream>::give_up(h2_stream& s, bool client_left) {
   if (s.started && s.sink && s.sink->claim())
     shared_.dispatch.give_up(*s.started, s.sink->record(), client_left);
   else if (s.at == stage::streaming)
@@ -210,7 +210,7 @@ void h2_connection<Stream>::give_up(h2_stream& s, bool client_left) {
 }
 
 template <class Stream>
-void h2_connection<Stream>::stop_stream(h2_stream& s) {
+inline void h2_connection<Stream>::stop_stream(h2_stream& s) {
   if (s.started)
     shared_.dispatch.cancel(*s.started);
   s.at = stage::answering;

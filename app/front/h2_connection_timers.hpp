@@ -8,7 +8,7 @@
 namespace gather {
 
 template <class Stream>
-void h2_connection<Stream>::arm(std::int32_t id, h2_stream& s, clock::time_point at, why reason) {
+inline void h2_connection<Stream>::arm(std::int32_t id, h2_stream& s, clock::time_point at, why reason) {
   s.timer_why = reason;
   const bool sooner = at < s.timer_at;
   s.timer_at = at;
@@ -23,7 +23,7 @@ void h2_connection<Stream>::arm(std::int32_t id, h2_stream& s, clock::time_point
 }
 
 template <class Stream>
-void h2_connection<Stream>::on_stream_timer(std::int32_t id) {
+inline void h2_connection<Stream>::on_stream_timer(std::int32_t id) {
   auto* s = find(id);
   if (closed_ || !s)
     return;
@@ -60,7 +60,7 @@ void h2_connection<Stream>::on_stream_timer(std::int32_t id) {
 }
 
 template <class Stream>
-auto h2_connection<Stream>::connection_due() const -> clock::time_point {
+inline auto h2_connection<Stream>::connection_due() const -> clock::time_point {
   if (ending_)
     return ending_at_;
   auto at = clock::time_point::max();
@@ -72,7 +72,7 @@ auto h2_connection<Stream>::connection_due() const -> clock::time_point {
 }
 
 template <class Stream>
-void h2_connection<Stream>::arm_connection_timer() {
+inline void h2_connection<Stream>::arm_connection_timer() {
   const auto at = connection_due();
   if (at == clock::time_point::max() || (timer_armed_ && timer_at_ <= at))
     return;
@@ -86,7 +86,7 @@ void h2_connection<Stream>::arm_connection_timer() {
 }
 
 template <class Stream>
-void h2_connection<Stream>::on_connection_timer() {
+inline void h2_connection<Stream>::on_connection_timer() {
   timer_armed_ = false;
   if (closed_)
     return;

@@ -161,7 +161,7 @@ void metrics::request_done(std::size_t route, int status, std::chrono::microseco
   auto& series = *routes_[std::min(route, routes_.size() - 1)].series;
   if (status >= lowest_status && status <= highest_status)
     add(series.by_status[static_cast<std::size_t>(status - lowest_status)]);
-  if (status >= 400) // a CORS preflight's 204 is an answer, not an error
+  if (status != 200) // a CORS preflight's 204 too: the metric counts what did not get a 200
     add(series.errors);
   series.duration.observe(took);
 }
@@ -227,7 +227,7 @@ std::string metrics::exposition(const process_figures& process) const {
       if (auto n = r->by_status[i].load(std::memory_order_relaxed))
         sample(out, "gather_requests_total",
                r->label + ",code=\"" + std::to_string(i + lowest_status) + "\"", n);
-  header(out, "gather_request_errors_total", "counter", "Requests answered with a 4xx or 5xx status.");
+  header(out, "gather_request_errors_total", "counter", "Requests that did not get a 200.");
   for (const auto& r : all)
     sample(out, "gather_request_errors_total", r->label, r->errors.load(std::memory_order_relaxed));
   header(out, "gather_request_duration_seconds", "histogram", "Time from arrival to answer.");

@@ -11,10 +11,12 @@
 #include "gather/admission/jwt_guard.hpp"
 #include "gather/downstream/downstream_client.hpp"
 #include "gather/runtime/io_loops.hpp"
+#include "support/child_process.hpp"
 #include "support/test_server.hpp"
 #include "support/token_maker.hpp"
 
 using namespace gather;
+using gather::test::temp_file;
 using gather::test::claims_now;
 using gather::test::key_kind;
 using gather::test::signing_key;
@@ -24,15 +26,6 @@ namespace {
 
 const signing_key& key_a() { static const signing_key k{key_kind::ec_p256, "a"}; return k; }
 const signing_key& key_b() { static const signing_key k{key_kind::ed25519, "b"}; return k; }
-
-std::string temp_file(const std::string& text) {
-  char name[] = "/tmp/gather-jwks-XXXXXX";
-  const int fd = mkstemp(name);
-  REQUIRE(fd >= 0);
-  ::close(fd);
-  std::ofstream(name) << text;
-  return name;
-}
 
 /// A JWKS endpoint whose set (and status) the test changes.
 struct jwks_server {

@@ -22,7 +22,6 @@ using nlohmann::json;
 
 namespace {
 
-const std::string binary = GATHER_BINARY;
 
 
 json valid_config() {

@@ -28,7 +28,6 @@ using nlohmann::json;
 
 namespace {
 
-const std::string binary = GATHER_BINARY;
 
 
 /// Runs `what` however the test leaves the scope (a failed REQUIRE throws past joinable threads).

@@ -20,7 +20,6 @@ using clock_type = std::chrono::steady_clock;
 
 namespace {
 
-const std::string binary = GATHER_BINARY;
 
 /// A `gather node` child process on 127.0.0.1 (port 0: any), allowed to call any origin.
 struct node_process {

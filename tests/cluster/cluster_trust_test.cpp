@@ -24,7 +24,6 @@ using std::chrono::milliseconds;
 
 namespace {
 
-const std::string binary = GATHER_BINARY;
 
 struct node_child {
   explicit node_child(std::vector<std::string> flags) : child(binary, with_listen(std::move(flags))) {

@@ -49,7 +49,7 @@ const char* const contract_example = R"({
   ]
 })";
 
-json section(const std::string& name, const std::string& url) {
+json config_section(const std::string& name, const std::string& url) {
   return {{"name", name}, {"url", url}, {"timeout_ms", 100}, {"required", true}};
 }
 
@@ -63,7 +63,7 @@ json with_sections(json sections) {
 }
 
 /// A valid config: one route, one required section "a".
-json minimal() { return with_sections(json::array({section("a", "http://h/a/{id}")})); }
+json minimal() { return with_sections(json::array({config_section("a", "http://h/a/{id}")})); }
 
 json batch_route(json batch) { return {{"path", "/batch"}, {"batch", std::move(batch)}}; }
 
@@ -160,8 +160,8 @@ TEST_CASE("the contract's example configuration loads", "[unit][config]") {
 
 TEST_CASE("URL templates are split into literal and placeholder parts", "[unit][config]") {
   const gather::config cfg = require_valid(with_sections(json::array({
-      section("base", "http://h:81/items/{id}"),
-      section("reviews", "https://h/r/{id}/{base.seller.id}?t={header.X-Tenant}&q={query.q}&x=1"),
+      config_section("base", "http://h:81/items/{id}"),
+      config_section("reviews", "https://h/r/{id}/{base.seller.id}?t={header.X-Tenant}&q={query.q}&x=1"),
   })));
   const std::vector<url_part>& parts = cfg.routes[0].sections[1].url.parts;
   REQUIRE(parts.size() == 9);
@@ -223,7 +223,7 @@ TEST_CASE("every problem is reported, not only the first", "[unit][config]") {
   document["max_inflight"] = 0;
   document["listen"] = "nowhere";
   document["routes"][0]["sections"][0]["timeout_ms"] = -5;
-  document["routes"][0]["sections"].push_back(section("b", "ftp://h/b"));
+  document["routes"][0]["sections"].push_back(config_section("b", "ftp://h/b"));
   document["routes"][0]["sections"][1]["required"] = false;
   document["routes"][0]["bogus"] = 1;
   const config_result result = load(document);
@@ -449,7 +449,7 @@ TEST_CASE("a route is either an aggregate or a batch route", "[unit][config]") {
   require_problem(empty, "routes[0].sections: must be a non-empty array");
 
   json not_array = minimal();
-  not_array["routes"][0]["sections"] = section("a", "http://h/");
+  not_array["routes"][0]["sections"] = config_section("a", "http://h/");
   require_problem(not_array, "routes[0].sections: must be a non-empty array");
 
   json not_object = minimal();
@@ -476,7 +476,7 @@ TEST_CASE("routes may not overlap", "[unit][config]") {
   const auto with_paths = [](std::vector<std::string> paths) {
     json routes = json::array();
     for (const std::string& path : paths)
-      routes.push_back(aggregate_route(path, json::array({section("a", "http://h/")})));
+      routes.push_back(aggregate_route(path, json::array({config_section("a", "http://h/")})));
     return json{{"routes", routes}};
   };
   require_problem(with_paths({"/a/{id}", "/a/b"}),
@@ -516,14 +516,14 @@ TEST_CASE("section names", "[unit][config]") {
   require_problem(missing, prefix + "is required");
 
   json duplicate = minimal();
-  duplicate["routes"][0]["sections"].push_back(section("a", "http://h/"));
+  duplicate["routes"][0]["sections"].push_back(config_section("a", "http://h/"));
   require_problem(duplicate, "routes[0].sections[1].name: duplicate section name \"a\"");
 }
 
 TEST_CASE("section url", "[unit][config]") {
   const auto with_url = [](json url) {
     json document =
-        with_sections(json::array({section("base", "http://h/"), section("a", "http://h/")}));
+        with_sections(json::array({config_section("base", "http://h/"), config_section("a", "http://h/")}));
     document["routes"][0]["sections"][1]["url"] = std::move(url);
     return document;
   };
@@ -588,7 +588,7 @@ TEST_CASE("optional sections must say how they degrade", "[unit][config]") {
 TEST_CASE("fallback_from names another section's data", "[unit][config]") {
   const auto with_fallback_from = [](json from) {
     json document =
-        with_sections(json::array({section("base", "http://h/"), section("a", "http://h/")}));
+        with_sections(json::array({config_section("base", "http://h/"), config_section("a", "http://h/")}));
     document["routes"][0]["sections"][1]["required"] = false;
     document["routes"][0]["sections"][1]["fallback_from"] = std::move(from);
     return document;
@@ -698,9 +698,9 @@ TEST_CASE("forward_headers are header names, never hop-by-hop ones", "[unit][con
 
 TEST_CASE("depends_on lists the distinct sections a url reads", "[unit][config]") {
   json document = with_sections(json::array({
-      section("a", "http://h/"),
-      section("b", "http://h/"),
-      section("c", "http://h/{b.x}/{a.y}/{b.z}"),
+      config_section("a", "http://h/"),
+      config_section("b", "http://h/"),
+      config_section("c", "http://h/{b.x}/{a.y}/{b.z}"),
   }));
   document["routes"][0]["sections"][1]["required"] = false;
   document["routes"][0]["sections"][1]["fallback_from"] = "a.x";
@@ -715,11 +715,11 @@ TEST_CASE("depends_on lists the distinct sections a url reads", "[unit][config]"
 TEST_CASE("resolve_order puts every section after what it waits for, ties in route order",
           "[unit][config]") {
   json document = with_sections(json::array({
-      section("late", "http://h/{mid.x}"),
-      section("free", "http://h/"),
-      section("mid", "http://h/"),
-      section("last", "http://h/"),
-      section("other", "http://h/"),
+      config_section("late", "http://h/{mid.x}"),
+      config_section("free", "http://h/"),
+      config_section("mid", "http://h/"),
+      config_section("last", "http://h/"),
+      config_section("other", "http://h/"),
   }));
   document["routes"][0]["sections"][2]["required"] = false;
   document["routes"][0]["sections"][2]["fallback_from"] = "last.v";
@@ -729,22 +729,22 @@ TEST_CASE("resolve_order puts every section after what it waits for, ties in rou
 TEST_CASE("dependency cycles are errors naming the cycle", "[unit][config]") {
   SECTION("through urls") {
     require_problem(with_sections(json::array(
-                        {section("a", "http://h/{b.x}"), section("b", "http://h/{a.x}")})),
+                        {config_section("a", "http://h/{b.x}"), config_section("b", "http://h/{a.x}")})),
                     "routes[0].sections: dependency cycle: a -> b -> a");
   }
   SECTION("through three sections") {
     const config_result result = load(with_sections(json::array({
-        section("a", "http://h/{c.x}"),
-        section("b", "http://h/{a.x}"),
-        section("c", "http://h/{b.x}"),
-        section("d", "http://h/{a.x}"),
+        config_section("a", "http://h/{c.x}"),
+        config_section("b", "http://h/{a.x}"),
+        config_section("c", "http://h/{b.x}"),
+        config_section("d", "http://h/{a.x}"),
     })));
     REQUIRE(result.problems.size() == 1);
     CHECK(result.problems[0] == "routes[0].sections: dependency cycle: a -> c -> b -> a");
   }
   SECTION("through fallback_from") {
     json document =
-        with_sections(json::array({section("a", "http://h/{b.x}"), section("b", "http://h/")}));
+        with_sections(json::array({config_section("a", "http://h/{b.x}"), config_section("b", "http://h/")}));
     document["routes"][0]["sections"][1]["required"] = false;
     document["routes"][0]["sections"][1]["fallback_from"] = "a";
     require_problem(document, "routes[0].sections: dependency cycle: a -> b -> a");
@@ -753,9 +753,9 @@ TEST_CASE("dependency cycles are errors naming the cycle", "[unit][config]") {
 
 TEST_CASE("a reference to a field that the section's projection drops is an error", "[unit][config]") {
   const auto referring = [](const std::string& url, json fallback_from) {
-    json source = section("src", "http://h/");
+    json source = config_section("src", "http://h/");
     source["fields"] = {"a", "k.v"};
-    json reader = section("reader", url);
+    json reader = config_section("reader", url);
     if (!fallback_from.is_null()) {
       reader["required"] = false;
       reader["fallback_from"] = std::move(fallback_from);
@@ -956,11 +956,11 @@ TEST_CASE("a url's port is a number from 1 to 65535", "[unit][config]") {
   for (const char* url : {"http://h:0/a/{id}", "http://h:65536/a/{id}", "http://h:99999999999/a/{id}",
                           "http://h:8x/a/{id}", "http://[::1]:70000/a/{id}"}) {
     INFO(url);
-    require_problem(with_sections(json::array({section("a", url)})),
+    require_problem(with_sections(json::array({config_section("a", url)})),
                     "routes[0].sections[0].url: the port must be a number from 1 to 65535");
   }
-  require_valid(with_sections(json::array({section("a", "http://h:65535/a/{id}")})));
-  require_valid(with_sections(json::array({section("a", "http://[::1]:8080/a/{id}")})));
+  require_valid(with_sections(json::array({config_section("a", "http://h:65535/a/{id}")})));
+  require_valid(with_sections(json::array({config_section("a", "http://[::1]:8080/a/{id}")})));
 }
 
 TEST_CASE("docs/config.md's example is the configuration the tests load", "[unit][config]") {

@@ -46,7 +46,6 @@ using clock_type = std::chrono::steady_clock;
 
 namespace {
 
-const std::string binary = GATHER_BINARY;
 
 /// A downstream answering {"ok": 1} on /ok and {"id": <capture>} on /items/<capture>.
 struct front_downstream {
@@ -69,11 +68,6 @@ json front_config(const std::string& base, json top = json::object()) {
   cfg["routes"].push_back(
       {{"path", "/orders"}, {"batch", {{"url", base + "/items/{item}"}, {"timeout_ms", 2000}}}});
   return cfg;
-}
-
-std::string get_request(const std::string& target, const std::string& extra_headers = "",
-                        const std::string& version = "HTTP/1.1") {
-  return "GET " + target + " " + version + "\r\nHost: gw\r\n" + extra_headers + "\r\n";
 }
 
 /// A POST head (no body) with Content-Length `length` and Expect: 100-continue.
@@ -334,7 +328,7 @@ int request_on(int fd, const std::string& request, milliseconds limit = millisec
 
 /// GET /debug/actors on `conn` (keep-alive): its JSON, or nullopt.
 std::optional<json> debug_actors(raw_connection& conn) {
-  if (!conn.send(get_request("/debug/actors")))
+  if (!conn.send(get_head("/debug/actors")))
     return std::nullopt;
   auto r = conn.read_response();
   if (!r || r->status != 200)
@@ -377,7 +371,7 @@ TEST_CASE("HTTP/1.0 without a Connection header: one answer in HTTP/1.0 and then
   down.server.start();
   running_gateway gw{front_config(down.base_url())};
   raw_connection conn{gw.port()};
-  REQUIRE(conn.send(get_request("/p", "", "HTTP/1.0")));
+  REQUIRE(conn.send(get_head("/p", "", "HTTP/1.0")));
   bool closed = false;
   const std::string bytes = read_until_closed(conn.fd(), milliseconds{5000}, closed);
   INFO(bytes);
@@ -395,7 +389,7 @@ TEST_CASE("HTTP/1.0 with Connection: keep-alive is kept alive and says so", "[fr
   running_gateway gw{front_config(down.base_url())};
   raw_connection conn{gw.port()};
   for (int i = 0; i < 2; ++i) {
-    REQUIRE(conn.send(get_request("/p", "Connection: keep-alive\r\n", "HTTP/1.0")));
+    REQUIRE(conn.send(get_head("/p", "Connection: keep-alive\r\n", "HTTP/1.0")));
     auto r = conn.read_response();
     REQUIRE(r);
     check_p_answer(*r);
@@ -403,7 +397,7 @@ TEST_CASE("HTTP/1.0 with Connection: keep-alive is kept alive and says so", "[fr
   }
   CHECK_FALSE(conn.closed_now());
   // Without the header again: answered, then closed.
-  REQUIRE(conn.send(get_request("/p", "", "HTTP/1.0")));
+  REQUIRE(conn.send(get_head("/p", "", "HTTP/1.0")));
   auto last = conn.read_response();
   REQUIRE(last);
   check_p_answer(*last);
@@ -420,7 +414,7 @@ TEST_CASE("keep_alive_idle_ms: an idle connection is closed after it, a busy one
 
   SECTION("idle after one answered request") {
     raw_connection conn{gw.port()};
-    REQUIRE(conn.send(get_request("/p")));
+    REQUIRE(conn.send(get_head("/p")));
     auto r = conn.read_response();
     REQUIRE(r);
     check_p_answer(*r);
@@ -444,7 +438,7 @@ TEST_CASE("keep_alive_idle_ms: an idle connection is closed after it, a busy one
     const auto start = clock_type::now();
     int answered = 0;
     while (ms_since(start) < 1000) {
-      REQUIRE(conn.send(get_request("/p")));
+      REQUIRE(conn.send(get_head("/p")));
       auto r = conn.read_response();
       REQUIRE(r);
       check_p_answer(*r);
@@ -453,7 +447,7 @@ TEST_CASE("keep_alive_idle_ms: an idle connection is closed after it, a busy one
     }
     CHECK(answered >= 5);
     CHECK_FALSE(conn.closed_now());
-    REQUIRE(conn.send(get_request("/p")));
+    REQUIRE(conn.send(get_head("/p")));
     auto r = conn.read_response();
     REQUIRE(r);
     check_p_answer(*r);
@@ -489,7 +483,7 @@ TEST_CASE("Expect: 100-continue on a batch POST: 100 Continue first, then the an
   CHECK(answer["results"][1]["data"]["id"] == "7");
   CHECK(answer["counts"]["ok"] == 2);
   // The connection is kept: a next request on it is answered.
-  REQUIRE(conn.send(get_request("/p")));
+  REQUIRE(conn.send(get_head("/p")));
   auto next = conn.read_response();
   REQUIRE(next);
   check_p_answer(*next);
@@ -546,7 +540,7 @@ TEST_CASE("TLS: HTTPS gets the normal answer, plain HTTP on the TLS port gets no
 
   {
     raw_connection plain{gw.port()};
-    REQUIRE(plain.send(get_request("/p")));
+    REQUIRE(plain.send(get_head("/p")));
     bool closed = false;
     const std::string bytes = read_until_closed(plain.fd(), milliseconds{5000}, closed);
     CHECK(closed);
@@ -621,7 +615,7 @@ TEST_CASE("max_connections: one connection over the limit is closed at once, the
   std::vector<std::unique_ptr<raw_connection>> conns;
   for (int i = 0; i < 5; ++i) {
     conns.push_back(std::make_unique<raw_connection>(gw.port()));
-    REQUIRE(conns.back()->send(get_request("/p")));
+    REQUIRE(conns.back()->send(get_head("/p")));
     auto r = conns.back()->read_response();
     REQUIRE(r); // answered: surely accepted
     check_p_answer(*r);
@@ -637,7 +631,7 @@ TEST_CASE("max_connections: one connection over the limit is closed at once, the
     CHECK(ms_since(start) < 2000);
   }
 
-  REQUIRE(conns[0]->send(get_request("/p")));
+  REQUIRE(conns[0]->send(get_head("/p")));
   auto still = conns[0]->read_response();
   REQUIRE(still);
   check_p_answer(*still);
@@ -656,7 +650,7 @@ TEST_CASE("max_connections: one connection over the limit is closed at once, the
     return now && now->value("connections", -1) == 4;
   }));
   raw_connection next{gw.port()};
-  REQUIRE(next.send(get_request("/p")));
+  REQUIRE(next.send(get_head("/p")));
   auto r = next.read_response();
   REQUIRE(r);
   check_p_answer(*r);
@@ -688,7 +682,7 @@ TEST_CASE("a fresh gather serve answers 1000 connections opened at once, on a co
   int threads_most = threads_before, threads_least = threads_before;
 
   const auto start = clock_type::now();
-  const auto statuses = burst(gw.port, 1000, get_request("/p"), milliseconds{10000}, [&] {
+  const auto statuses = burst(gw.port, 1000, get_head("/p"), milliseconds{10000}, [&] {
     const int now = threads_of(pid);
     threads_most = std::max(threads_most, now);
     threads_least = std::min(threads_least, now);
@@ -740,7 +734,7 @@ TEST_CASE("10000 idle keep-alive connections cost little memory and no threads, 
   // The probe: a connection of its own for /debug/actors, open throughout (so counted).
   raw_connection probe{gw.port};
   for (int i = 0; i < 3; ++i) { // warm: the first requests allocate what every request reuses
-    REQUIRE(probe.send(get_request("/p")));
+    REQUIRE(probe.send(get_head("/p")));
     auto r = probe.read_response();
     REQUIRE(r);
     check_p_answer(*r);
@@ -790,7 +784,7 @@ TEST_CASE("10000 idle keep-alive connections cost little memory and no threads, 
   // One request on every 100th of them.
   int sampled = 0, sampled_ok = 0;
   for (std::size_t i = 0; i < conns.fds.size(); i += 100, ++sampled)
-    sampled_ok += request_on(conns.fds[i], get_request("/p")) == 200;
+    sampled_ok += request_on(conns.fds[i], get_head("/p")) == 200;
   CHECK(sampled_ok == sampled);
 
   const long rss_after = rss_kib(pid);
@@ -800,7 +794,7 @@ TEST_CASE("10000 idle keep-alive connections cost little memory and no threads, 
 
   // Connection number 10,001 (10,002 with the probe) is served too.
   raw_connection newest{gw.port};
-  REQUIRE(newest.send(get_request("/p")));
+  REQUIRE(newest.send(get_head("/p")));
   auto r = newest.read_response();
   REQUIRE(r);
   check_p_answer(*r);

@@ -88,10 +88,6 @@ void check_still_serving(running_gateway& gw) {
   CHECK(ms_since(start) < 1000);
 }
 
-std::string get_request(const std::string& target, const std::string& extra_headers = "") {
-  return "GET " + target + " HTTP/1.1\r\nHost: gw\r\n" + extra_headers + "\r\n";
-}
-
 /// A downstream that answers one request with {} and keeps the request head exactly as it came.
 class capturing_downstream {
 public:
@@ -173,13 +169,13 @@ TEST_CASE("a request line over 8 KiB gets 414 JSON with a fresh X-Request-Id", "
   raw_connection conn{gw.port()};
   // A first request on the same keep-alive connection (so the same handler thread) with an id of
   // its own: the 414 must not reuse it.
-  REQUIRE(conn.send(get_request("/p", "X-Request-Id: first-request-on-this-thread\r\n")));
+  REQUIRE(conn.send(get_head("/p", "X-Request-Id: first-request-on-this-thread\r\n")));
   auto first = conn.read_response();
   REQUIRE(first);
   CHECK(first->status == 200);
   CHECK(first->header("x-request-id") == "first-request-on-this-thread");
 
-  REQUIRE(conn.send(get_request("/p?x=" + std::string(9000, 'a'))));
+  REQUIRE(conn.send(get_head("/p?x=" + std::string(9000, 'a'))));
   auto r = conn.read_response();
   REQUIRE(r);
   CHECK(r->status == 414);
@@ -197,7 +193,7 @@ TEST_CASE("a request line of 1 MiB is refused with 414 once it passes the limit,
   running_gateway gw{hostile_config(down.server.base_url())};
   raw_connection conn{gw.port()};
   // The gateway answers while the line is still arriving and stops reading: the send may fail.
-  conn.send(get_request("/p?x=" + std::string(1 << 20, 'a')));
+  conn.send(get_head("/p?x=" + std::string(1 << 20, 'a')));
   if (auto r = conn.read_response(milliseconds{5000})) {
     CHECK(r->status == 414);
     check_json_response(*r);
@@ -213,7 +209,7 @@ TEST_CASE("a header block over max_header_bytes gets 431 or a close, one within 
   const std::size_t size = GENERATE(17000u, 100000u, 1u << 20);
   INFO("header value of " << size << " bytes");
   raw_connection conn{gw.port()};
-  conn.send(get_request("/p", "X-Big: " + std::string(size, 'h') + "\r\n"));
+  conn.send(get_head("/p", "X-Big: " + std::string(size, 'h') + "\r\n"));
   if (auto r = conn.read_response()) {
     CHECK(r->status == 431);
     check_json_response(*r);
@@ -223,7 +219,7 @@ TEST_CASE("a header block over max_header_bytes gets 431 or a close, one within 
   }
   CHECK(down.server.calls() == 0);
   raw_connection fits{gw.port()};
-  REQUIRE(fits.send(get_request("/p", "X-Big: " + std::string(15000, 'h') + "\r\n")));
+  REQUIRE(fits.send(get_head("/p", "X-Big: " + std::string(15000, 'h') + "\r\n")));
   auto served = fits.read_response();
   REQUIRE(served);
   CHECK(served->status == 200);
@@ -238,7 +234,7 @@ TEST_CASE("ten thousand headers: 431 at max_headers, nothing forwarded", "[hosti
     headers += "X-H" + std::to_string(i) + ": v\r\n";
   raw_connection conn{gw.port()};
   const auto start = clock_type::now();
-  conn.send(get_request("/p", headers));
+  conn.send(get_head("/p", headers));
   auto r = conn.read_response(milliseconds{5000});
   REQUIRE(r);
   CHECK(r->status == 431);
@@ -250,7 +246,7 @@ TEST_CASE("ten thousand headers: 431 at max_headers, nothing forwarded", "[hosti
   for (int i = 0; i < 99; ++i)
     hundred += "X-H" + std::to_string(i) + ": v\r\n";
   raw_connection ok{gw.port()};
-  REQUIRE(ok.send(get_request("/p", hundred)));
+  REQUIRE(ok.send(get_head("/p", hundred)));
   auto served = ok.read_response();
   REQUIRE(served);
   CHECK(served->status == 200);
@@ -266,16 +262,16 @@ TEST_CASE("invalid UTF-8 and NUL bytes in the path and headers get clean JSON an
   };
   const std::string nul(1, '\0');
   const std::vector<hostile_case> cases = {
-      {"raw invalid UTF-8 in a capture", get_request("/items/\xff\xfe\xc0\xaf")},
-      {"encoded invalid UTF-8 in a capture", get_request("/items/%FF%FE%C0%AF")},
-      {"encoded NUL in a capture", get_request("/items/a%00b")},
-      {"raw NUL in the path", get_request("/items/a" + nul + "b")},
-      {"raw invalid UTF-8 on no route", get_request("/\xff/\x80")},
-      {"invalid UTF-8 in a forwarded header", get_request("/items/1", "X-Tenant: \xff\xfe\r\n")},
-      {"NUL in a forwarded header", get_request("/items/1", "X-Tenant: a" + nul + "b\r\n")},
-      {"invalid UTF-8 in X-Request-Id", get_request("/p", "X-Request-Id: \xff\xfe\r\n")},
-      {"NUL in a header name", get_request("/p", "X-A" + nul + "b: 1\r\n")},
-      {"invalid UTF-8 in the query", get_request("/items/1?q=\xff%FF")},
+      {"raw invalid UTF-8 in a capture", get_head("/items/\xff\xfe\xc0\xaf")},
+      {"encoded invalid UTF-8 in a capture", get_head("/items/%FF%FE%C0%AF")},
+      {"encoded NUL in a capture", get_head("/items/a%00b")},
+      {"raw NUL in the path", get_head("/items/a" + nul + "b")},
+      {"raw invalid UTF-8 on no route", get_head("/\xff/\x80")},
+      {"invalid UTF-8 in a forwarded header", get_head("/items/1", "X-Tenant: \xff\xfe\r\n")},
+      {"NUL in a forwarded header", get_head("/items/1", "X-Tenant: a" + nul + "b\r\n")},
+      {"invalid UTF-8 in X-Request-Id", get_head("/p", "X-Request-Id: \xff\xfe\r\n")},
+      {"NUL in a header name", get_head("/p", "X-A" + nul + "b: 1\r\n")},
+      {"invalid UTF-8 in the query", get_head("/items/1?q=\xff%FF")},
   };
   for (const auto& c : cases) {
     INFO(c.what);
@@ -301,7 +297,7 @@ TEST_CASE("pipelined requests are answered in the order they were sent", "[hosti
   // coordinator): the answers still come in the order of the requests.
   std::string all;
   for (int i = 0; i < 5; ++i)
-    all += get_request(i == 2 ? "/healthz" : "/items/n" + std::to_string(i),
+    all += get_head(i == 2 ? "/healthz" : "/items/n" + std::to_string(i),
                        "X-Request-Id: pipelined-" + std::to_string(i) + "\r\n");
   REQUIRE(conn.send(all));
   for (int i = 0; i < 5; ++i) {
@@ -334,7 +330,7 @@ TEST_CASE("a client that disconnects mid-request leaves nothing behind", "[hosti
     const bool rst = GENERATE(false, true);
     INFO((rst ? "RST" : "FIN"));
     raw_connection conn{gw.port()};
-    REQUIRE(conn.send(get_request("/hang")));
+    REQUIRE(conn.send(get_head("/hang")));
     REQUIRE(eventually([&] { return hung.accepted() == 1; }));
     CHECK(debug_coordinators() == 1);
     const auto start = clock_type::now();
@@ -370,7 +366,7 @@ TEST_CASE("a body on a GET is ignored and the connection closed: it never become
   // next request (a body smuggling a request past a proxy that forwarded one).
   echo_downstream down;
   running_gateway gw{hostile_config(down.server.base_url())};
-  const std::string smuggled = get_request("/debug/actors", "X-Request-Id: smuggled\r\n");
+  const std::string smuggled = get_head("/debug/actors", "X-Request-Id: smuggled\r\n");
   const bool separate_segment = GENERATE(false, true);
   INFO((separate_segment ? "body in a later segment" : "body with the head"));
   raw_connection conn{gw.port()};
@@ -400,7 +396,7 @@ TEST_CASE("a Transfer-Encoding that does not end in chunked is a 400 and a close
   INFO("Transfer-Encoding: " << coding);
   raw_connection conn{gw.port()};
   REQUIRE(conn.send("GET /p HTTP/1.1\r\nHost: gw\r\nTransfer-Encoding: " + coding + "\r\n\r\n" +
-                    get_request("/debug/actors", "X-Request-Id: smuggled\r\n")));
+                    get_head("/debug/actors", "X-Request-Id: smuggled\r\n")));
   if (auto r = conn.read_response()) {
     CHECK(r->status == 400);
     check_json_response(*r);
@@ -489,7 +485,7 @@ TEST_CASE("CR or NUL inside a header value is refused with 400 and nothing reach
       "/p", {section("s", down.server.base_url() + "/ok", 2000, {{"required", true}, {"forward_headers", {"x-tenant"}}})},
       3000)};
   raw_connection conn{gw.port()};
-  REQUIRE(conn.send(get_request("/p", "X-Tenant: " + value + "\r\n")));
+  REQUIRE(conn.send(get_head("/p", "X-Tenant: " + value + "\r\n")));
   refused_or_closed(conn, 400);
   CHECK(down.server.calls() == 0);
   check_still_serving(gw);
@@ -501,7 +497,7 @@ TEST_CASE("a tab inside a forwarded header value arrives whole, on one line", "[
       "/p", {section("s", down.base_url() + "/x", 2000, {{"required", true}, {"forward_headers", {"x-tenant"}}})},
       3000)};
   raw_connection conn{gw.port()};
-  REQUIRE(conn.send(get_request("/p", "X-Tenant: a\tb\r\n")));
+  REQUIRE(conn.send(get_head("/p", "X-Tenant: a\tb\r\n")));
   auto r = conn.read_response();
   REQUIRE(r);
   CHECK(r->status == 200);
@@ -516,7 +512,7 @@ TEST_CASE("control bytes in the request target are refused with 400 and nothing 
   echo_downstream down;
   running_gateway gw{hostile_config(down.server.base_url())};
   raw_connection conn{gw.port()};
-  REQUIRE(conn.send(get_request(target)));
+  REQUIRE(conn.send(get_head(target)));
   refused_or_closed(conn, 400);
   CHECK(down.server.calls() == 0);
   check_still_serving(gw);

@@ -58,4 +58,7 @@ run_result run(const std::string& program, const std::vector<std::string>& args)
 /// Writes `text` to a fresh temporary file and returns its path.
 std::string temp_file(const std::string& text, const std::string& suffix = ".json");
 
+/// The gateway binary this build made (tests/CMakeLists.txt defines GATHER_BINARY).
+inline const std::string binary = GATHER_BINARY;
+
 } // namespace gather::test

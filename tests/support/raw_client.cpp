@@ -197,4 +197,8 @@ bool valid_utf8(const std::string& text) {
   return true;
 }
 
+std::string get_head(const std::string& target, const std::string& extra_headers, const std::string& version) {
+  return "GET " + target + " " + version + "\r\nHost: gw\r\n" + extra_headers + "\r\n";
+}
+
 } // namespace gather::test

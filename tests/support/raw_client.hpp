@@ -45,4 +45,8 @@ private:
 /// True when `text` is valid UTF-8 (what a strict JSON parser accepts).
 bool valid_utf8(const std::string& text);
 
+/// A GET request head for `target` (Host: gw), with `extra_headers` (each ending in CRLF).
+std::string get_head(const std::string& target, const std::string& extra_headers = "",
+                     const std::string& version = "HTTP/1.1");
+
 } // namespace gather::test

@@ -7,8 +7,10 @@
 
 #include "gather/tracing/otlp_json.hpp"
 #include "gather/tracing/traceparent.hpp"
+#include "support/trace_text.hpp"
 
 using namespace gather;
+using gather::test::text;
 using nlohmann::json;
 
 namespace {
@@ -28,9 +30,6 @@ span_record server_span() {
   s.status_message = "HTTP 503";
   return s;
 }
-
-std::string text(const trace_id_hex& id) { return {id.begin(), id.end()}; }
-std::string text(const span_id_hex& id) { return {id.begin(), id.end()}; }
 
 } // namespace
 

@@ -8,16 +8,15 @@
 #include <string>
 
 #include "gather/tracing/traceparent.hpp"
+#include "support/trace_text.hpp"
 
 using namespace gather;
+using gather::test::text;
 
 namespace {
 
 const std::string trace_hex = "4bf92f3577b34da6a3ce929d0e0e4736";
 const std::string parent_hex = "00f067aa0ba902b7";
-
-std::string text(const trace_id_hex& id) { return {id.begin(), id.end()}; }
-std::string text(const span_id_hex& id) { return {id.begin(), id.end()}; }
 
 bool lower_hex(const std::string& s) {
   return s.find_first_not_of("0123456789abcdef") == std::string::npos;

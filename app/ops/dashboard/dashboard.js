@@ -249,7 +249,7 @@ function windowed(cur, base, keys) {
 function routeErrors(r) {
   if (r.errors !== null) return r.errors;
   let n = 0;
-  for (const [code, v] of r.codes) if (Number(code) >= 400) n += v;
+  for (const [code, v] of r.codes) if (Number(code) !== 200) n += v;
   return n;
 }
 
@@ -618,7 +618,7 @@ function routeCard(r) {
          num("error_ratio", r.errRatio, fmtPct, Object.assign({"data-window": errWin}, L),
              r.errRatio > 0 ? "bad" : "")),
     stat("requests", num("requests_total", r.requests, fmtInt, L)),
-    stat("4xx and 5xx", num("request_errors_total", r.errTotal, fmtInt, L, r.errTotal ? "st-error" : "")),
+    stat("not 200", num("request_errors_total", r.errTotal, fmtInt, L, r.errTotal ? "st-error" : "")),
     codes);
   const d = el("details", {"class": "route", "data-route": r.name}, summary);
   if (!closed.has(r.name)) d.open = true;
