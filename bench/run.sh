@@ -3,13 +3,14 @@
 #
 #   bench/run.sh [scenario...]      scenarios: s0 s1 s2 s3 s4 tail_drill guards linear cluster (default: all),
 #                                   stream (progressive answers; needs build/bench/stream_probe), and
-#                                   s0_h2 s1_h2 (h2c with h2load; not in the default list)
+#                                   s0_h2 s1_h2 (h2c with h2load), curve_sections curve_body curve_idle
+#                                   (bench/curves.sh): not in the default list
 #
 # Environment: GATHER_BIN (default build-bench/gather, else build/gather), DURATION (wrk seconds,
 # default 10), NGINX_PORT (default 18931), WRK_THREADS (default 2), PERF_OUT (if set: `perf record
 # -g` of the gateway during each measured run, to PERF_OUT.<scenario>; PERF_CALLGRAPH, default
 # dwarf,16384: Debian's libraries have no frame pointers), CLUSTER_NODES (default "0 1 2"),
-# GATHER_TOP (a JSON object merged into every config's top level, e.g. '{"io_threads": 2}'), GATHER_ROUTE
+# WRK_CPUS (if set: the measured wrk runs pinned there with taskset, e.g. 1), GATHER_TOP (a JSON object merged into every config's top level, e.g. '{"io_threads": 2}'), GATHER_ROUTE
 # (a JSON object merged into every route), WRK_HEADER (a header every wrk request carries).
 # Needs: nginx-light libnginx-mod-http-echo wrk (apt-get install -y nginx-light
 # libnginx-mod-http-echo wrk), python3, curl; nghttp2-client (h2load) for s0_h2 and s1_h2.
@@ -57,6 +58,14 @@ items = [{"sku": "sku-%06d" % i, "name": "item %d" % i, "price": i * 0.25, "tags
 doc = {"id": 42, "summary": {"count": len(items), "currency": "CNY"}, "items": items}
 open(sys.argv[1], "w").write(json.dumps(doc))
 PY
+  python3 - "$WORK/nginx/www" <<'PY2'
+import json, sys
+# JSON objects of about 200 B, 10 KB, 100 KB and 1 MB for the body-size curve (bench/curves.sh)
+for name, size in (("200", 200), ("10k", 10_000), ("100k", 100_000), ("1m", 1_000_000)):
+    item = len(json.dumps({"sku": "sku-000000", "price": 9.5})) + 2
+    doc = {"id": 42, "items": [{"sku": "sku-%06d" % i, "price": 9.5} for i in range(max(1, (size - 24) // item))]}
+    open("%s/body_%s.json" % (sys.argv[1], name), "w").write(json.dumps(doc))
+PY2
   sed -e "s#@PREFIX@#$WORK/nginx#g" -e "s#@PORT@#$NPORT#g" "$ROOT/bench/conf/nginx.conf.in" \
     > "$WORK/nginx/nginx.conf"
   nginx -p "$WORK/nginx" -c "$WORK/nginx/nginx.conf" -e "$WORK/nginx/error.log" &
@@ -179,7 +188,7 @@ bench() {
     perf record -F 499 --call-graph "${PERF_CALLGRAPH:-dwarf,16384}" -p "$GW_PID" -o "$PERF_OUT.$name" -- sleep "$DURATION" >/dev/null 2>&1 &
     perf_pid=$!
   fi
-  wrk -t"$WRK_THREADS" -c"$conns" -d"${DURATION}s" --timeout 10s --latency "$@" "$url" > "$WORK/wrk.out" 2>&1 || true
+  ${WRK_CPUS:+taskset -c "$WRK_CPUS"} wrk -t"$WRK_THREADS" -c"$conns" -d"${DURATION}s" --timeout 10s --latency "$@" "$url" > "$WORK/wrk.out" 2>&1 || true
   local c1; c1=$(cpu_all "${pids[@]}")
   [[ -n $perf_pid ]] && wait "$perf_pid" 2>/dev/null || true
   kill "$sampler" 2>/dev/null || true; wait "$sampler" 2>/dev/null || true
@@ -396,6 +405,69 @@ linear() {
       "{\"path\": \"/p/{id}\", \"deadline_ms\": 1000, \"sections\": $(sections_json "$n" /d20 500)}"
     bench "linear ${n}x20ms" "$WORK/lin$n.json" 64 /p/1
     echo "    CPU per section call: $(awk -v c="$ROW_CPU_US" -v n="$n" 'BEGIN {printf "%.1f", c / n}') us"
+  done
+}
+
+# Cost curves (bench/curves.sh runs them side by side with the peers). Each point is a row named
+# "C<curve> <x>": CPU per request against the sections per request (instant downstream, 16
+# connections), against the downstream body's size (one section, 16 connections), and the
+# memory of idle keep-alive connections (a row of its own format: RSS before and after).
+curve_sections() {
+  local n
+  for n in ${CURVE_SECTIONS:-1 4 16 64}; do
+    gen_config "$WORK/cs$n.json" 4096 \
+      "{\"path\": \"/p/{id}\", \"deadline_ms\": 2000, \"sections\": $(sections_json "$n" /instant 1000)}"
+    bench "CS $n" "$WORK/cs$n.json" 16 /p/1
+  done
+}
+
+curve_body() {
+  local size
+  for size in ${CURVE_BODIES:-200 10k 100k 1m}; do
+    gen_config "$WORK/cb$size.json" 1024 \
+      "{\"path\": \"/p/{id}\", \"deadline_ms\": 2000, \"sections\": $(sections_json 1 "/body_$size.json" 1000)}"
+    bench "CB $size" "$WORK/cb$size.json" 16 /p/1
+  done
+}
+
+# curve_idle: N keep-alive connections, each after one answered request, held open; the RSS of
+# the server's process tree before and after (KiB), and per connection.
+curve_idle() {
+  local n before after
+  ulimit -n 65536 2>/dev/null || true
+  gen_config "$WORK/ci.json" 1024 \
+    "{\"path\": \"/p/{id}\", \"deadline_ms\": 1000, \"sections\": $(sections_json 1 /instant 500)}"
+  for n in ${CURVE_IDLE:-1000 10000}; do
+    start_gateway "$WORK/ci.json"
+    curl -sf -o /dev/null "http://127.0.0.1:$GW_PORT/p/[1-200]" || true # warm-up
+    sleep 0.3
+    before=$(rss_kib "$GW_PID")
+    python3 - "$GW_PORT" "$n" > "$WORK/idle.out" <<'PY2' &
+import socket, sys, time
+port, n = int(sys.argv[1]), int(sys.argv[2])
+socks, ok = [], 0
+for i in range(n):
+    s = socket.create_connection(("127.0.0.1", port))
+    s.sendall(b"GET /p/1 HTTP/1.1\r\nHost: x\r\n\r\n")
+    data = b""
+    while b"\r\n\r\n" not in data:
+        data += s.recv(65536)
+    head, _, body = data.partition(b"\r\n\r\n")
+    length = int([l.split(b":")[1] for l in head.split(b"\r\n") if l.lower().startswith(b"content-length:")][0])
+    while len(body) < length:
+        body += s.recv(65536)
+    ok += head.startswith(b"HTTP/1.1 200")
+    socks.append(s)
+print("open", ok, flush=True)
+time.sleep(3600)
+PY2
+    local holder=$!
+    for _ in $(seq 600); do grep -q '^open' "$WORK/idle.out" && break; sleep 0.2; done
+    sleep 1
+    after=$(rss_kib "$GW_PID")
+    echo "CI $n idle connections: rss_KiB $before -> $after, $(awk -v a="$after" -v b="$before" -v n="$n" 'BEGIN {printf "%.2f", (a - b) / n}') KiB per connection, $(cat "$WORK/idle.out") answered 200, threads $(threads_of "$GW_PID"), load $(cut -d' ' -f1 /proc/loadavg)"
+    kill "$holder" 2>/dev/null || true; wait "$holder" 2>/dev/null || true
+    stop_gateway
   done
 }
 
