@@ -338,13 +338,14 @@ def case_incomplete(port, path):
     return {"goaway": seen["goaway"], "closed": seen["closed"], "ms": now_ms() - start}
 
 
-def case_ask(port, method, path, headers="{}"):
-    """One request with `headers` (a JSON object): its status, headers, and each DATA frame as it
-    arrived (ms since the request was sent, the bytes in hex), so the test can time and decode a
-    progressive answer frame by frame."""
+def case_ask(port, method, path, headers="{}", body=None):
+    """One request with `headers` (a JSON object) and `body` if given: its status, headers, and
+    each DATA frame as it arrived (ms since the request was sent, the bytes in hex), so the test
+    can time and decode a progressive answer frame by frame."""
     c = client(port)
     start = now_ms()
-    sid = c.get(path, method=method, extra=list(json.loads(headers).items()))
+    sid = c.get(path, method=method, extra=list(json.loads(headers).items()),
+                body=None if body is None else body.encode("utf-8"))
     c.pump(lambda: c.finished(sid), 15000)
     a = c.answers[sid]
     return {"status": a["status"], "headers": a["headers"], "ended": a["ended"], "reset": a["reset"],

@@ -349,6 +349,45 @@ TEST_CASE("HTTP/2: an NDJSON answer is HEADERS, then DATA frames as its sections
   CHECK(json::parse(body)["data"]["part"] == lines[0]["data"]);
 }
 
+TEST_CASE("HTTP/2: batch rows are DATA frames as their calls end, then the counts", "[front][h2][stream][batch]") {
+  test_server down;
+  down.get(R"(/orders/(\w+)-(\d+))", [&down](const httplib::Request& req, httplib::Response& res) {
+    down.delay(std::chrono::milliseconds{std::stoi(req.matches[2].str())});
+    answer_json(res, {{"order", req.matches[1].str()}});
+  });
+  down.start();
+  running_gateway gw{batch_route_config_json(
+      "/orders", {{"url", down.base_url() + "/orders/{item}"}, {"timeout_ms", 3000}, {"concurrency", 8}})};
+  const auto asked = h2_case("ask", gw.port(), {"POST", "/orders",
+      R"({"accept": "application/x-ndjson", "content-type": "application/json"})",
+      R"({"items": ["slow-800", "fast-5"]})"});
+  CHECK(asked["status"] == 200);
+  CHECK(asked["ended"] == true);
+  CHECK(asked["headers"]["content-type"] == "application/x-ndjson");
+  const auto frames = frames_of(asked);
+  REQUIRE(frames.size() >= 2);
+  // The fast row's line is a frame of its own, sent as its call ended, not with the slow one's.
+  const auto first = ndjson_lines(frames.front().bytes);
+  REQUIRE(first.size() == 1);
+  CHECK(first[0]["index"] == 1);
+  std::string all;
+  double slow_ms = 0;
+  for (const auto& f : frames) {
+    all += f.bytes;
+    if (f.bytes.find(R"("item":"slow-800")") != std::string::npos)
+      slow_ms = f.ms;
+  }
+  INFO("first frame " << frames.front().ms << " ms, slow row " << slow_ms << " ms");
+  CHECK(slow_ms >= 750);
+  CHECK(frames.front().ms < slow_ms - 400);
+  const auto lines = ndjson_lines(all);
+  REQUIRE(lines.size() == 3);
+  CHECK(lines[1]["index"] == 0);
+  CHECK(lines[1]["data"] == json{{"order", "slow"}});
+  CHECK(lines[2] == json{{"done", true}, {"counts", {{"ok", 2}, {"timeout", 0}, {"error", 0}, {"rejected", 0}}},
+                         {"degraded", false}});
+}
+
 TEST_CASE("HTTP/2: Server-Sent Events over h2c, read by curl as they come", "[front][h2][stream]") {
   h2_downstream down;
   running_gateway gw{h2_config(down.server.base_url(), {}, json::array({stream_route(down.server.base_url())}))};
@@ -389,7 +428,7 @@ TEST_CASE("HTTP/2: br and gzip answers decode, a streamed gzip line as soon as i
   CHECK(json::parse(decode_whole(gather::content_coding::br, body))["data"]["part"]["name"] == "lamp");
 }
 
-TEST_CASE("HTTP/2: CORS preflight and simple request, and a preflight is no error in the metrics", "[front][h2][cors]") {
+TEST_CASE("HTTP/2: CORS preflight and simple request, and the metrics count each answer by its status", "[front][h2][cors]") {
   h2_downstream down;
   running_gateway gw{h2_config(down.server.base_url(),
                                {{"cors", {{"allow_origins", {"https://shop.example.com"}}, {"allow_headers", {"x-tenant"}}}}})};
