@@ -194,7 +194,7 @@ void loop_client::send(const std::shared_ptr<transfer>& t) {
 }
 
 void loop_client::receive(const std::shared_ptr<transfer>& t) {
-  t->parser.emplace();
+  t->parser.emplace(body_slack_bytes);
   limit_response(*t->parser, t->max_body_bytes);
   with_stream(*t->conn, [&](auto& stream) {
     http::async_read_header(stream, t->conn->buffer, *t->parser,

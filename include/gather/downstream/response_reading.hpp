@@ -18,6 +18,9 @@ namespace gather {
 /// them (Beast's own response_parser keeps every one in a map, allocations per field per call).
 class response_parser final : public boost::beast::http::basic_parser<false> {
 public:
+  /// `body_slack`: spare capacity reserved after a body of announced length.
+  explicit response_parser(std::size_t body_slack = 0) : body_slack_(body_slack) {}
+
   /// The status code; 0 until the status line is parsed.
   unsigned status() const { return status_; }
   /// The body so far (whole once is_done()).
@@ -39,7 +42,7 @@ private:
   /// Reserved once when the length is known (Beast has refused a length over the body's cap by then).
   void on_body_init_impl(const boost::optional<std::uint64_t>& length, error_code&) override {
     if (length)
-      body_.reserve(static_cast<std::size_t>(*length));
+      body_.reserve(static_cast<std::size_t>(*length) + body_slack_);
   }
   std::size_t on_body_impl(string_view piece, error_code&) override { return append(piece); }
   void on_chunk_header_impl(std::uint64_t, string_view, error_code&) override {}
@@ -53,6 +56,7 @@ private:
     return piece.size();
   }
 
+  std::size_t body_slack_;
   unsigned status_ = 0;
   std::string body_;
 };
