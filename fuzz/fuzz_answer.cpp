@@ -63,6 +63,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     // Projecting the projection changes nothing.
     FUZZ_CHECK(gather::project_fields(parsed, fields) == parsed);
   }
+  // nlohmann's parse above stops at a NUL and skips a byte order mark: neither may be in the data.
+  FUZZ_CHECK(verdict.data.find('\0') == std::string::npos);
+  FUZZ_CHECK(verdict.data.rfind("\xEF\xBB\xBF", 0) != 0);
   // The data is spliced into the response as text: it must survive a strict dump.
   (void)parsed.dump();
   return 0;

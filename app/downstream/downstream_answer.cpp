@@ -226,7 +226,9 @@ answer_verdict classify_answer(transfer_result&& result, const std::vector<field
   bool valid = nlohmann::json::sax_parse(body.begin(), body.end(), &validator);
   if (validator.too_deep)
     return failed(section_status::error, false, http, "json_too_deep");
-  if (!valid)
+  // nlohmann's lexer ends a text at a NUL byte and skips a byte order mark of its own: a body
+  // with either would be spliced with bytes that no JSON reader takes. Neither is JSON.
+  if (!valid || body.find('\0') != std::string_view::npos || bom_length(body) != 0)
     return failed(section_status::error, false, http, "invalid_json");
   if (validator.top_level_null)
     return failed(section_status::error, false, http, "json_null");

@@ -135,6 +135,11 @@ std::vector<body_case> validation_table() {
       {" ", "invalid_json"},
       {bom, "invalid_json"},
       {"\xEF\xBB{}", "invalid_json"},
+      {bom + bom + "{}", "invalid_json"}, // nlohmann skips a second mark: not JSON all the same
+      {"{}\0garbage"s, "invalid_json"},   // nlohmann's lexer ends a text at a NUL
+      {"[1]\0"s, "invalid_json"},
+      {"null\0"s, "invalid_json"},
+      {"\0"s, "invalid_json"},
       {"{", "invalid_json"},
       {"}", "invalid_json"},
       {"[1]]", "invalid_json"},
