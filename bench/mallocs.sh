@@ -3,7 +3,9 @@
 # malloc uprobe over a whole gateway run of N sequential keep-alive requests (curl's URL globbing),
 # minus an idle run of the same config. Needs root (uprobes) and linux-perf.
 #
-#   bench/mallocs.sh [SECTIONS [N]]    (default 1 section, 1000 requests; GATHER_BIN as run.sh)
+#   bench/mallocs.sh [SECTIONS [N]]    (default 1 section, 1000 requests; GATHER_BIN as run.sh;
+#                                       CHUNKED=1: the downstream sends its bodies chunked, as
+#                                       bench/run.sh's nginx does, instead of with a Content-Length)
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BIN=${GATHER_BIN:-$ROOT/build/gather}
@@ -13,14 +15,19 @@ WORK=$(mktemp -d)
 LIBC=$(ldd "$BIN" | awk '/libc.so/ {print $3}')
 perf probe -q -x "$LIBC" malloc 2>/dev/null || true # exists already: fine
 cat > "$WORK/down.py" <<'PY'
-import http.server, sys
+import http.server, os, sys
+CHUNKED = os.environ.get("CHUNKED") == "1"
 class H(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     def do_GET(self):
         body = b'{"id":42,"name":"x"}'
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
+        if CHUNKED:
+            self.send_header("Transfer-Encoding", "chunked")
+            body = b"%x\r\n%s\r\n0\r\n\r\n" % (len(body), body)
+        else:
+            self.send_header("Content-Length", str(len(body)))
         self.end_headers()
         self.wfile.write(body)
     def log_message(self, *a): pass

@@ -68,7 +68,7 @@ constexpr std::size_t kept_parser_bytes = 256 * 1024;
 /// `refused` is not a reason: nlohmann decides why (or accepts what simdjson does not, such as an
 /// integer beyond 64 bits, or objects nested exactly max_json_depth deep), so a body is refused
 /// for the same reason whichever validator reads it first. Spare capacity after the text is grown
-/// to simdjson's padding when the client did not leave it (a chunked body).
+/// to simdjson's padding when the client did not leave it (a body the connection's end delimited).
 quick_verdict quick_check(std::string& text, std::size_t from) {
   if (text.capacity() - text.size() < simdjson::SIMDJSON_PADDING)
     text.reserve(text.size() + simdjson::SIMDJSON_PADDING);

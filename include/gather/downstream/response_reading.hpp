@@ -3,6 +3,7 @@
 // and its fuzz target.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -18,7 +19,7 @@ namespace gather {
 /// them (Beast's own response_parser keeps every one in a map, allocations per field per call).
 class response_parser final : public boost::beast::http::basic_parser<false> {
 public:
-  /// `body_slack`: spare capacity reserved after a body of announced length.
+  /// `body_slack`: spare capacity reserved after the body (its length announced, or chunk by chunk).
   explicit response_parser(std::size_t body_slack = 0) : body_slack_(body_slack) {}
 
   /// The status code; 0 until the status line is parsed.
@@ -45,7 +46,14 @@ private:
       body_.reserve(static_cast<std::size_t>(*length) + body_slack_);
   }
   std::size_t on_body_impl(string_view piece, error_code&) override { return append(piece); }
-  void on_chunk_header_impl(std::uint64_t, string_view, error_code&) override {}
+  /// Room for a chunk before its bytes come (Beast has held its size to what is left of the body's
+  /// cap), and the slack after it; growing at least twofold, so many small chunks are not copied
+  /// over and over.
+  void on_chunk_header_impl(std::uint64_t size, string_view, error_code&) override {
+    const auto wanted = body_.size() + static_cast<std::size_t>(size) + body_slack_;
+    if (wanted > body_.capacity())
+      body_.reserve(std::max(wanted, 2 * body_.capacity()));
+  }
   std::size_t on_chunk_body_impl(std::uint64_t, string_view piece, error_code&) override {
     return append(piece);
   }
