@@ -140,10 +140,14 @@ tree_cat() { local p; for p in $(tree_of "$1"); do cat "/proc/$p/$2"; done 2>/de
 cpu_ticks() {
   tree_cat "$1" stat | awk '{ sub(/^[0-9]+ \(.*\) /, ""); t += $12 + $13 } END { print t + 0 }'
 }
+user_ticks() { # utime alone: user space, the rest of cpu_ticks is the kernel's
+  tree_cat "$1" stat | awk '{ sub(/^[0-9]+ \(.*\) /, ""); t += $12 } END { print t + 0 }'
+}
 threads_of() { tree_cat "$1" status | awk '/^Threads:/ { n += $2 } END { print n + 0 }'; }
 rss_kib() { tree_cat "$1" status | awk '/^VmRSS:/ { n += $2 } END { print n + 0 }'; }
 # the sum over the gateway and its nodes
 cpu_all() { local t=0; for p in "$@"; do t=$((t + $(cpu_ticks "$p"))); done; echo $t; }
+user_all() { local t=0; for p in "$@"; do t=$((t + $(user_ticks "$p"))); done; echo $t; }
 
 sample_loop() { # sample_loop PID FILE: max threads and RSS every 0.2 s until killed
   local pid=$1 file=$2 th=0 rss=0 t r
@@ -182,6 +186,7 @@ bench() {
   local load; load=$(cut -d' ' -f1 /proc/loadavg)
   local pids=("$GW_PID" "${NODE_PIDS[@]}")
   local c0; c0=$(cpu_all "${pids[@]}")
+  local u0; u0=$(user_all "${pids[@]}")
   sample_loop "$GW_PID" "$WORK/sample" & local sampler=$!
   local perf_pid=
   if [[ -n ${PERF_OUT:-} ]]; then # profile the gateway during the measured run (docs/performance.md)
@@ -190,6 +195,7 @@ bench() {
   fi
   ${WRK_CPUS:+taskset -c "$WRK_CPUS"} wrk -t"$WRK_THREADS" -c"$conns" -d"${DURATION}s" --timeout 10s --latency "$@" "$url" > "$WORK/wrk.out" 2>&1 || true
   local c1; c1=$(cpu_all "${pids[@]}")
+  local u1; u1=$(user_all "${pids[@]}")
   [[ -n $perf_pid ]] && wait "$perf_pid" 2>/dev/null || true
   kill "$sampler" 2>/dev/null || true; wait "$sampler" 2>/dev/null || true
   read -r th_load rss_load < "$WORK/sample" || true
@@ -205,6 +211,9 @@ bench() {
   sockerr=$(awk '/Socket errors/ {gsub(",", ""); print $4 + $6 + $8 + $10}' "$out"); sockerr=${sockerr:-0}
   print_row "$name" "$conns" "$rps" "$p50" "$p90" "$p99" "$non2xx" "$sockerr" "$th_idle/$th_load" \
     "$((rss_idle / 1024))/$((rss_load / 1024))" $((c1 - c0)) "$total" "$load"
+  # where the gateway's CPU went: user space against the kernel (sockets, epoll, wake-ups)
+  awk -v u=$((u1 - u0)) -v c=$((c1 - c0)) -v t="$TICKS" -v n="$total" \
+    'BEGIN { printf "    us_cpu/req user %.0f, kernel %.0f\n", u / t / n * 1e6, (c - u) / t / n * 1e6 }'
   grep '^LUA' "$out" | sed 's/^/    /' || true
 }
 
