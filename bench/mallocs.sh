@@ -6,7 +6,9 @@
 # instructions of every thread. Instructions are the way to compare two builds when the rounds of
 # bench/compare.sh move by more than the difference (this machine has no hardware counters).
 #
-#   bench/mallocs.sh [SECTIONS [N]]    (default 1 section, 1000 requests; GATHER_BIN as run.sh)
+#   bench/mallocs.sh [SECTIONS [N]]    (default 1 section, 1000 requests; GATHER_BIN as run.sh;
+#                                       CHUNKED=1: the downstream sends its bodies chunked, as
+#                                       bench/run.sh's nginx does, instead of with a Content-Length)
 #   MEASURE=instructions bench/mallocs.sh 4 300
 #
 # Needs valgrind (apt-get install -y valgrind) and curl.
@@ -18,14 +20,19 @@ N=${2:-1000}
 WORK=$(mktemp -d)
 MEASURE=${MEASURE:-mallocs}
 cat > "$WORK/down.py" <<'PY'
-import http.server, sys
+import http.server, os, sys
+CHUNKED = os.environ.get("CHUNKED") == "1"
 class H(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     def do_GET(self):
         body = b'{"id":42,"name":"x"}'
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
+        if CHUNKED:
+            self.send_header("Transfer-Encoding", "chunked")
+            body = b"%x\r\n%s\r\n0\r\n\r\n" % (len(body), body)
+        else:
+            self.send_header("Content-Length", str(len(body)))
         self.end_headers()
         self.wfile.write(body)
     def log_message(self, *a): pass

@@ -1,6 +1,7 @@
 // Fuzzes downstream response classification and the `fields` projection.
 // Input: byte 0 picks the transfer error and HTTP status, byte 1 picks a set of `fields`, the rest
-// is the body. Invariants: ok exactly for a 2xx non-null JSON body within max_json_depth; ok data
+// is the body. Invariants: the body spliced (validated by simdjson) and projected (by nlohmann) get
+// the same status and reason; ok exactly for a 2xx non-null JSON body within max_json_depth; ok data
 // is valid JSON (UTF-8 included), never null, an object when projected; anything else carries no data.
 #include <cstddef>
 #include <cstdint>
@@ -41,7 +42,14 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   result.body.assign(reinterpret_cast<const char*>(data + 2), size - 2);
   const std::string body = result.body;
 
+  gather::transfer_result again = result;
   const gather::answer_verdict verdict = gather::classify_answer(std::move(result), fields);
+  // The other validator (simdjson for a body only spliced, nlohmann for a projected one) gives the
+  // same body the same verdict and the same reason.
+  const auto& other_fields = fields.empty() ? field_sets[1] : field_sets[0];
+  const gather::answer_verdict other = gather::classify_answer(std::move(again), other_fields);
+  FUZZ_CHECK(other.status == verdict.status);
+  FUZZ_CHECK(other.detail == verdict.detail);
   if (verdict.status != gather::section_status::ok) {
     FUZZ_CHECK(verdict.data.empty());
     return 0;
@@ -55,6 +63,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     // Projecting the projection changes nothing.
     FUZZ_CHECK(gather::project_fields(parsed, fields) == parsed);
   }
+  // nlohmann's parse above stops at a NUL and skips a byte order mark: neither may be in the data.
+  FUZZ_CHECK(verdict.data.find('\0') == std::string::npos);
+  FUZZ_CHECK(verdict.data.rfind("\xEF\xBB\xBF", 0) != 0);
   // The data is spliced into the response as text: it must survive a strict dump.
   (void)parsed.dump();
   return 0;

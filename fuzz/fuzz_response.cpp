@@ -1,12 +1,13 @@
 // Fuzzes the downstream response parser as the client reads an answer
-// (include/gather/downstream/response_reading.hpp): Beast's parser under Gather's caps, read with
+// (include/gather/downstream/response_reading.hpp): Beast's parser under Gather's caps, keeping
+// the status and the body only, against Beast's own response parser on the same bytes; read with
 // Beast's own read loop from a stream that delivers the bytes in pieces and then ends (so
 // close-delimited bodies end too). Input: byte 0 picks the caps (tiny ones reach both), byte 1
 // seeds how the bytes are cut into reads, the rest is what the downstream sends.
-// Invariants: an answer that parsed keeps both caps, has a body of its declared length, and a
-// status of three digits; a failure has a meaning (body cap -> too_large, nothing sent -> lost
-// before the answer); the outcome is the same however the bytes are cut into reads (same_as:
-// one exception, Beast's).
+// Invariants: both parsers give the same answer (status, body, keep-alive) or the same error; an
+// answer that parsed keeps both caps, has a body of its declared length, and a status of three
+// digits; a failure has a meaning (body cap -> too_large, nothing sent -> lost before the answer);
+// the outcome is the same however the bytes are cut into reads (same_as: one exception, Beast's).
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -16,7 +17,9 @@
 #include <boost/asio/error.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/http/error.hpp>
+#include <boost/beast/http/parser.hpp>
 #include <boost/beast/http/read.hpp>
+#include <boost/beast/http/string_body.hpp>
 
 #include "fuzz_check.hpp"
 #include "gather/downstream/response_reading.hpp"
@@ -85,23 +88,40 @@ struct outcome {
   }
 };
 
-outcome read_one(const std::string& bytes, std::uint32_t seed, std::size_t max_body, std::uint32_t max_head) {
+/// Reads as the client does: the head first, held to the cap (`head_over_cap` when it is not),
+/// then the rest.
+template <class Parser>
+error_code read_as_client(const std::string& bytes, std::uint32_t seed, Parser& parser, std::size_t max_body,
+                          std::uint32_t max_head, bool& head_over_cap) {
   piecewise_stream stream{bytes, seed};
   boost::beast::flat_buffer buffer;
-  gather::response_parser parser;
   gather::limit_response(parser, max_body, max_head);
   error_code ec;
-  outcome o;
-  // As the client reads: the head first, held to the cap, then the rest.
   const auto head_bytes = boost::beast::http::read_header(stream, buffer, parser, ec);
-  if (!ec && !gather::head_within_cap(head_bytes, max_head)) {
+  head_over_cap = !ec && !gather::head_within_cap(head_bytes, max_head);
+  if (!ec && !head_over_cap)
+    boost::beast::http::read(stream, buffer, parser, ec);
+  return ec;
+}
+
+outcome read_one(const std::string& bytes, std::uint32_t seed, std::size_t max_body, std::uint32_t max_head) {
+  // The client's parser keeps only the status and the body; Beast's own, which keeps every header,
+  // reads the same bytes alongside: both must come to the same answer, or fail the same way.
+  gather::response_parser parser;
+  boost::beast::http::response_parser<boost::beast::http::string_body> reference;
+  bool over = false;
+  bool reference_over = false;
+  const auto ec = read_as_client(bytes, seed, parser, max_body, max_head, over);
+  const auto reference_ec = read_as_client(bytes, seed, reference, max_body, max_head, reference_over);
+  FUZZ_CHECK(ec == reference_ec && over == reference_over);
+  outcome o;
+  if (over) {
     o.failure = gather::read_failure::malformed;
     return o;
   }
-  if (!ec)
-    boost::beast::http::read(stream, buffer, parser, ec);
   if (ec) {
     o.failure = gather::classify_read_failure(parser, ec);
+    FUZZ_CHECK(o.failure == gather::classify_read_failure(reference, ec));
     if (ec == boost::beast::http::error::body_limit)
       FUZZ_CHECK(o.failure == gather::read_failure::too_large);
     if (bytes.empty())
@@ -109,11 +129,14 @@ outcome read_one(const std::string& bytes, std::uint32_t seed, std::size_t max_b
     return o;
   }
   FUZZ_CHECK(parser.is_done());
-  const auto& response = parser.get();
+  const auto& response = reference.get();
   o.ok = true;
-  o.status = response.result_int();
-  o.body = response.body();
-  o.keep_alive = response.keep_alive();
+  o.status = parser.status();
+  o.body = parser.body();
+  o.keep_alive = parser.keep_alive();
+  FUZZ_CHECK(o.status == response.result_int());
+  FUZZ_CHECK(o.body == response.body());
+  FUZZ_CHECK(o.keep_alive == reference.keep_alive());
   FUZZ_CHECK(o.status <= 999);
   FUZZ_CHECK(o.body.size() <= max_body);
   // (1xx, 204 and 304 have no body whatever they declare.)

@@ -1,7 +1,10 @@
 #include "gather/downstream/downstream_answer.hpp"
 
 #include <algorithm>
+#include <optional>
 #include <string_view>
+
+#include <simdjson.h> // here only: a heavy header, and the one place a body is validated
 
 #include "gather/config/url_template.hpp"
 
@@ -49,6 +52,40 @@ struct depth_limited_validator : nlohmann::json_sax<nlohmann::json> {
     return false;
   }
 };
+
+static_assert(body_slack_bytes >= simdjson::SIMDJSON_PADDING,
+              "the client must leave the room simdjson reads past a body's end");
+
+/// What simdjson says of a body that is only validated and spliced.
+enum class quick_verdict { valid, null, refused };
+
+/// Bodies up to this size are validated by a parser kept per thread (its buffers, ~14 bytes per
+/// byte of body, stay allocated for the next call); a larger one gets a parser of its own, freed
+/// after it, so one big body never leaves megabytes behind on every loop.
+constexpr std::size_t kept_parser_bytes = 256 * 1024;
+
+/// Validates `text` from `from` with simdjson (at most max_json_depth levels, UTF-8 checked).
+/// `refused` is not a reason: nlohmann decides why (or accepts what simdjson does not, such as an
+/// integer beyond 64 bits, or objects nested exactly max_json_depth deep), so a body is refused
+/// for the same reason whichever validator reads it first. Spare capacity after the text is grown
+/// to simdjson's padding when the client did not leave it (a body the connection's end delimited).
+quick_verdict quick_check(std::string& text, std::size_t from) {
+  if (text.capacity() - text.size() < simdjson::SIMDJSON_PADDING)
+    text.reserve(text.size() + simdjson::SIMDJSON_PADDING);
+  const std::size_t length = text.size() - from;
+  thread_local simdjson::dom::parser kept;
+  std::optional<simdjson::dom::parser> own;
+  simdjson::dom::parser* parser = &kept;
+  if (length > kept_parser_bytes)
+    parser = &own.emplace();
+  if (parser->max_depth() != static_cast<std::size_t>(max_json_depth) &&
+      parser->allocate(std::max<std::size_t>(length, 1), max_json_depth) != simdjson::SUCCESS)
+    return quick_verdict::refused;
+  simdjson::dom::element root;
+  if (parser->parse(text.data() + from, length, false).get(root) != simdjson::SUCCESS)
+    return quick_verdict::refused;
+  return root.is_null() ? quick_verdict::null : quick_verdict::valid;
+}
 
 /// Parses an already validated body into a DOM that holds only what `fields` can reach: the objects
 /// on each path and the whole value at its end. Everything else is lexed but never built (a 200 KiB
@@ -105,11 +142,21 @@ answer_verdict failed(section_status status, bool retryable, int http, std::stri
   return v;
 }
 
-std::string_view without_bom(std::string_view body) {
-  // A UTF-8 byte order mark would be invalid in the middle of the response we splice the body into.
-  if (body.size() >= 3 && body.substr(0, 3) == "\xEF\xBB\xBF")
-    body.remove_prefix(3);
-  return body;
+/// The length of a UTF-8 byte order mark at the body's start (0 or 3): it would be invalid in the
+/// middle of the response the body is spliced into.
+std::size_t bom_length(std::string_view body) {
+  return body.size() >= 3 && body.substr(0, 3) == "\xEF\xBB\xBF" ? 3 : 0;
+}
+
+answer_verdict spliced(std::string&& body, std::size_t bom, int http) {
+  answer_verdict v;
+  v.status = section_status::ok;
+  v.http_status = http;
+  if (bom == 0)
+    v.data = std::move(body); // validated: spliced into the response as sent, not copied
+  else
+    v.data.assign(body, bom, std::string::npos);
+  return v;
 }
 
 } // namespace
@@ -163,24 +210,34 @@ answer_verdict classify_answer(transfer_result&& result, const std::vector<field
   if (http < 200 || http > 299)
     return failed(section_status::error, retryable_status(http), http,
                   "http_status " + std::to_string(http));
-  auto body = without_bom(result.body);
+  const auto bom = bom_length(result.body);
+  if (fields.empty()) { // only validated and spliced: simdjson first
+    switch (quick_check(result.body, bom)) {
+      case quick_verdict::valid:
+        return spliced(std::move(result.body), bom, http);
+      case quick_verdict::null:
+        return failed(section_status::error, false, http, "json_null");
+      case quick_verdict::refused:
+        break; // nlohmann says why, below
+    }
+  }
+  const auto body = std::string_view{result.body}.substr(bom);
   depth_limited_validator validator;
   bool valid = nlohmann::json::sax_parse(body.begin(), body.end(), &validator);
   if (validator.too_deep)
     return failed(section_status::error, false, http, "json_too_deep");
-  if (!valid)
+  // nlohmann's lexer ends a text at a NUL byte and skips a byte order mark of its own: a body
+  // with either would be spliced with bytes that no JSON reader takes. Neither is JSON.
+  if (!valid || body.find('\0') != std::string_view::npos || bom_length(body) != 0)
     return failed(section_status::error, false, http, "invalid_json");
   if (validator.top_level_null)
     return failed(section_status::error, false, http, "json_null");
+  if (fields.empty())
+    return spliced(std::move(result.body), bom, http);
   answer_verdict v;
   v.status = section_status::ok;
   v.http_status = http;
-  if (!fields.empty())
-    v.data = project_fields(parse_reachable(body, fields), fields).dump();
-  else if (body.size() == result.body.size())
-    v.data = std::move(result.body); // validated: spliced into the response as sent, not copied
-  else
-    v.data.assign(body.begin(), body.end());
+  v.data = project_fields(parse_reachable(body, fields), fields).dump();
   return v;
 }
 

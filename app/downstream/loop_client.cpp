@@ -5,10 +5,11 @@
 //
 // One transfer: take an idle connection for its origin or connect a new one (a host name looked up
 // on that name's own thread, name_lookups.hpp; TLS with SNI and certificate and host name
-// verification for https), write the request, read the response with Beast's parser bounded by max_body_bytes, hand the connection
-// back to the pool when the response allows keep-alive. One timer bounds the whole transfer
-// (connect, send, a trickling body). A reused connection that the server closed while idle fails
-// before any byte of the answer: then, and only then, the request is sent once more on a new one.
+// verification for https), write the request, read the response with Beast's parser bounded by
+// max_body_bytes (response_reading.hpp: the status and the body kept, no header map), hand the
+// connection back to the pool when the response allows keep-alive. One timer bounds the whole
+// transfer (connect, send, a trickling body). A reused connection that the server closed while idle
+// fails before any byte of the answer: then, and only then, the request is sent once more on a new one.
 #include "loop_client.hpp"
 
 #include <algorithm>
@@ -193,7 +194,7 @@ void loop_client::send(const std::shared_ptr<transfer>& t) {
 }
 
 void loop_client::receive(const std::shared_ptr<transfer>& t) {
-  t->parser.emplace();
+  t->parser.emplace(body_slack_bytes);
   limit_response(*t->parser, t->max_body_bytes);
   with_stream(*t->conn, [&](auto& stream) {
     http::async_read_header(stream, t->conn->buffer, *t->parser,
@@ -246,11 +247,11 @@ void loop_client::read_failed(const std::shared_ptr<transfer>& t, const error_co
 }
 
 void loop_client::answered(const std::shared_ptr<transfer>& t) {
-  auto response = t->parser->release();
-  const bool keep = response.keep_alive();
+  auto& parser = *t->parser;
+  const bool keep = parser.keep_alive();
   transfer_result result;
-  result.http_status = static_cast<long>(response.result_int());
-  result.body = std::move(response.body());
+  result.http_status = static_cast<long>(parser.status());
+  result.body = std::move(parser.body());
   auto conn = std::move(t->conn);
   finish(*t);
   if (keep && conn->buffer.size() == 0)
@@ -271,7 +272,7 @@ void loop_client::fail(transfer& t, transfer_error error, std::string detail) {
   result.error = error;
   result.detail = std::move(detail);
   if (t.parser && t.parser->is_header_done()) // the status line had arrived (logged as such)
-    result.http_status = static_cast<long>(t.parser->get().result_int());
+    result.http_status = static_cast<long>(t.parser->status());
   auto done = std::move(t.done);
   done(std::move(result));
 }

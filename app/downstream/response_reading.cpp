@@ -8,12 +8,12 @@ namespace gather {
 
 namespace http = boost::beast::http;
 
-void limit_response(response_parser& parser, std::size_t max_body_bytes, std::uint32_t max_head_bytes) {
+void limit_response(http::basic_parser<false>& parser, std::size_t max_body_bytes, std::uint32_t max_head_bytes) {
   parser.header_limit(max_head_bytes);
   parser.body_limit(max_body_bytes);
 }
 
-read_failure classify_read_failure(const response_parser& parser, const boost::system::error_code& ec) {
+read_failure classify_read_failure(const http::basic_parser<false>& parser, const boost::system::error_code& ec) {
   namespace asio = boost::asio;
   if (ec == http::error::body_limit)
     return read_failure::too_large;

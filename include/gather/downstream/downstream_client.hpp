@@ -39,10 +39,15 @@ enum class transfer_error {
   protocol,  ///< a malformed response, or a URL that is not http(s)
 };
 
+/// Room the client reserves after a body (capacity, not content): the JSON validator
+/// (downstream_answer.cpp) reads up to this far past a body's end, so a body read with a
+/// Content-Length or chunked is validated where it lies, never copied.
+constexpr std::size_t body_slack_bytes = 64;
+
 struct transfer_result {
   transfer_error error = transfer_error::none;
   long http_status = 0; ///< 0 when no response status was received
-  std::string body;
+  std::string body;     ///< with body_slack_bytes of spare capacity (not when the connection's end delimits it)
   std::string detail; ///< what went wrong, in words: for logs only, never for responses
 };
 
