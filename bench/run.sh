@@ -453,8 +453,7 @@ curve_inflight() {
                {"name": "reviews", "url": "@D@/hang", "timeout_ms": 1000, "fallback": {"score": 0}}]'
   write_lua
   for n in ${CURVE_INFLIGHT:-500 1000 2000}; do
-    GATHER_TOP=${GATHER_TOP:-"{\"max_connections\": $((n + 1000))}"} \
-      gen_config "$WORK/cf$n.json" $((n + 100)) "{\"path\": \"/p/{id}\", \"deadline_ms\": 1500, \"sections\": $secs}"
+    gen_config "$WORK/cf$n.json" $((n + 100)) "{\"path\": \"/p/{id}\", \"deadline_ms\": 1500, \"sections\": $secs}"
     bench "CF $n" "$WORK/cf$n.json" "$n" /p/1 -s "$S2_LUA"
   done
 }

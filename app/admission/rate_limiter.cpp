@@ -84,19 +84,33 @@ rate_limiter::slot& rate_limiter::find_or_claim(std::uint64_t hash, std::int64_t
   slot* set = slots_ + (hash % sets_) * ways_;
   for (int round = 0; round < 2; ++round) {
     slot* oldest = set;
+    slot* empty = nullptr;
     for (std::size_t i = 0; i < ways_; ++i) {
-      if (set[i].key.load(std::memory_order_acquire) == hash)
+      const auto key = set[i].key.load(std::memory_order_acquire);
+      if (key == hash)
         return set[i];
+      if (key == 0 && !empty)
+        empty = &set[i];
       if (set[i].used.load(std::memory_order_relaxed) < oldest->used.load(std::memory_order_relaxed))
         oldest = &set[i];
     }
-    // Claim the least recently used slot. Another thread may claim it at the same moment: the
-    // loser looks again (its key may be the one the winner put there).
-    std::uint64_t previous = oldest->key.load(std::memory_order_acquire);
-    if (oldest->key.compare_exchange_strong(previous, hash, std::memory_order_acq_rel)) {
-      oldest->tat.store(0, std::memory_order_relaxed);
-      oldest->used.store(now, std::memory_order_relaxed);
-      return *oldest;
+    // Claim the first empty slot, else the least recently used one. Threads that meet a new key
+    // at once then try the same slot (the first empty one does not depend on `used`, which the
+    // winner changes), one wins, the others look again and find it; two buckets for one key
+    // remain possible only while the set is full and churning. A loser looks again.
+    slot& target = empty ? *empty : *oldest;
+    std::uint64_t previous = target.key.load(std::memory_order_acquire);
+    if (previous == hash)
+      return target; // claimed for this key since the scan: claiming it again would reset it
+    std::int64_t previous_tat = target.tat.load(std::memory_order_relaxed);
+    if (target.key.compare_exchange_strong(previous, hash, std::memory_order_acq_rel)) {
+      // The new key starts with a full bucket, unless a thread that found the key meanwhile
+      // has already taken from it: resetting then would give that token back (one request too
+      // many). Had the old key taken one between the two reads, the new key keeps that state:
+      // rarely a bucket less full than it should be, never a token too many.
+      target.tat.compare_exchange_strong(previous_tat, 0, std::memory_order_relaxed);
+      target.used.store(now, std::memory_order_relaxed);
+      return target;
     }
   }
   // Two lost races in a row: a set under heavy churn. Count against the first slot rather than

@@ -86,6 +86,36 @@ TEST_CASE("buckets shared by threads lose no token", "[unit][ratelimit]") {
   CHECK(allowed.load() == 1000);
 }
 
+TEST_CASE("threads that meet a new key at once share one full bucket", "[unit][ratelimit]") {
+  // The claim of a new key and a first take by another thread race: the claimer's reset of the
+  // bucket must not give back a token already taken. Many fresh keys, threads released together.
+  constexpr int burst = 8, rounds = 500;
+  int wrong = 0;
+  for (int round = 0; round < rounds; ++round) {
+    rate_limiter limiter{limit(0.001, burst)};
+    const auto t0 = clock_type::now();
+    std::atomic<int> allowed{0}, ready{0};
+    std::atomic<bool> go{false};
+    std::vector<std::thread> threads;
+    for (int i = 0; i < 4; ++i)
+      threads.emplace_back([&] {
+        ready.fetch_add(1);
+        while (!go.load(std::memory_order_acquire)) {
+        }
+        for (int j = 0; j < burst; ++j)
+          if (limiter.take("fresh", t0).allowed)
+            allowed.fetch_add(1);
+      });
+    while (ready.load() < 4) {
+    }
+    go.store(true, std::memory_order_release);
+    for (auto& t : threads)
+      t.join();
+    wrong += allowed.load() != burst;
+  }
+  CHECK(wrong == 0);
+}
+
 TEST_CASE("the rate limit key: peer, header, claim, route", "[unit][ratelimit]") {
   const std::vector<std::pair<std::string, std::string>> headers{{"x-api-key", "k1"}, {"x-api-key", "k2"}};
   const nlohmann::json claims{{"sub", "alice"}, {"org", 7}};
