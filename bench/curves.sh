@@ -106,12 +106,15 @@ for curve, (title, xlabel, ylabel, svg) in curves.items():
                 cpu = statistics.median(float(v[2]) for v in r)
                 rps = statistics.median(float(v[0]) for v in r)
                 non200 = max(int(v[1]) for v in r)
-                cells.append("%.0f (%.0f, %.0f)%s" % (rss, cpu, rps, "" if non200 == 0 else " %d non-200" % non200))
+                cpu_text = "no answer in a round" if cpu == float("inf") else "%.0f" % cpu
+                cells.append("%.0f (%s, %.0f)%s" % (rss, cpu_text, rps, "" if non200 == 0 else " %d non-200" % non200))
                 ys.append("%.0f" % rss)
             else:
                 cpu = statistics.median(float(v[2]) for v in r)
                 rps = statistics.median(float(v[0]) for v in r)
                 non200 = max(int(v[1]) for v in r)
+                if cpu == float("inf"): # not one answer in a round (run.sh divides by 0 requests)
+                    cells.append("no answer"); ys.append("NaN"); continue
                 cells.append("%.0f (%.0f)%s" % (cpu, rps, "" if non200 == 0 else " %d non-200" % non200))
                 ys.append("%.1f" % cpu)
         if curve not in ("CI", "CF"):
