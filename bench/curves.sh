@@ -1,16 +1,17 @@
 #!/usr/bin/env bash
 # Cost curves, Gather beside its peers in one run (docs/performance.md, "Cost curves"): CPU per
 # request against the sections per request (1, 4, 16, 64 instant sections) and against the
-# downstream body's size (200 B, 10 KB, 100 KB, 1 MB, one section), and the memory of idle
-# keep-alive connections (1,000 and 10,000). Rounds interleaved (Gather, peer, peer, Gather, ...),
+# downstream body's size (200 B, 10 KB, 100 KB, 1 MB, one section), the memory of idle
+# keep-alive connections (1,000 and 10,000) and the memory under requests in flight (S3's route
+# under 1,000, 5,000 and 10,000 connections). Rounds interleaved (Gather, peer, peer, Gather, ...),
 # medians per point, a table, and one SVG per curve made with gnuplot (gnuplot-nox; only here,
 # never at build or test time).
 #
-#   bench/curves.sh [curve...]     curves: sections body idle (default: all three)
+#   bench/curves.sh [curve...]     curves: sections body idle inflight (default: all four)
 #
 # Environment: ROUNDS (default 3), PEERS (space-separated peer binaries, absolute paths; default
 # the OpenResty and Node peers at ../shared/peers), GATHER_BIN, DURATION and the rest as
-# bench/run.sh takes them (CURVE_SECTIONS, CURVE_BODIES, CURVE_IDLE: the points); OUT, the folder
+# bench/run.sh takes them (CURVE_SECTIONS, CURVE_BODIES, CURVE_IDLE, CURVE_INFLIGHT: the points); OUT, the folder
 # the SVGs and the data go to (default docs/).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -19,7 +20,7 @@ OUT=${OUT:-$ROOT/docs}
 read -r -a PEER_LIST <<< "${PEERS:-$ROOT/../shared/peers/openresty/gather-openresty $ROOT/../shared/peers/node-gateway}"
 GATHER=${GATHER_BIN:-$ROOT/build/gather}
 curves=("$@")
-((${#curves[@]})) || curves=(sections body idle)
+((${#curves[@]})) || curves=(sections body idle inflight)
 scenarios=()
 for c in "${curves[@]}"; do scenarios+=("curve_$c"); done
 ROWS=$(mktemp)
@@ -46,6 +47,7 @@ for ((r = 1; r <= ROUNDS; r++)); do
       awk -v who="${labels[k]}" '
         /^C[SB] / {print who, $1, $2, $4, $8, $12, $NF}          # who curve x req/s non200 us/req load
         /^CI / {gsub(",", ""); print who, "CI", $2, $6, $8, $9, $NF} # who CI n rss_before rss_after KiB/conn load
+        /^CF / {split($11, m, "/"); print who, "CF", $2, $4, $8, $12, m[2], $NF} # ... us/req rss_MiB_load load
       ' >> "$ROWS"
   done
 done
@@ -69,6 +71,8 @@ curves = {
     "CB": ("downstream body size (one section, 16 connections)", "body bytes", "us CPU per request",
            "cost-body.svg"),
     "CI": ("idle keep-alive connections", "connections", "MiB RSS added", "cost-idle.svg"),
+    "CF": ("requests in flight (S3: a hung optional section, one request per connection)", "connections",
+           "MiB RSS under load", "cost-inflight.svg"),
 }
 for curve, (title, xlabel, ylabel, svg) in curves.items():
     xs = sorted({x for c, x, _ in data if c == curve}, key=lambda x: xval(curve, x))
@@ -77,10 +81,12 @@ for curve, (title, xlabel, ylabel, svg) in curves.items():
     print("\n%s" % title)
     if curve == "CI":
         print("| connections | " + " | ".join("%s MiB added (KiB/conn)" % s for s in sides) + " |")
+    elif curve == "CF":
+        print("| connections | " + " | ".join("%s MiB RSS (µs CPU/req, req/s)" % s for s in sides) + " |")
     else:
         print("| %s | " % xlabel + " | ".join("%s µs CPU/req (req/s)" % s for s in sides) +
               " | " + " | ".join("Gather / %s" % s for s in sides[1:]) + " |")
-    print("|" + "---|" * (1 + len(sides) + (0 if curve == "CI" else len(sides) - 1)))
+    print("|" + "---|" * (1 + len(sides) + (0 if curve in ("CI", "CF") else len(sides) - 1)))
     table = open("%s/%s.dat" % (out, svg[:-4]), "w")
     table.write("# x " + " ".join(sides) + "\n")
     for x in xs:
@@ -95,13 +101,20 @@ for curve, (title, xlabel, ylabel, svg) in curves.items():
                 added = (after - before) / 1024
                 cells.append("%.1f (%.2f)" % (added, (after - before) / float(x)))
                 ys.append("%.2f" % added)
+            elif curve == "CF":
+                rss = statistics.median(float(v[3]) for v in r)
+                cpu = statistics.median(float(v[2]) for v in r)
+                rps = statistics.median(float(v[0]) for v in r)
+                non200 = max(int(v[1]) for v in r)
+                cells.append("%.0f (%.0f, %.0f)%s" % (rss, cpu, rps, "" if non200 == 0 else " %d non-200" % non200))
+                ys.append("%.0f" % rss)
             else:
                 cpu = statistics.median(float(v[2]) for v in r)
                 rps = statistics.median(float(v[0]) for v in r)
                 non200 = max(int(v[1]) for v in r)
                 cells.append("%.0f (%.0f)%s" % (cpu, rps, "" if non200 == 0 else " %d non-200" % non200))
                 ys.append("%.1f" % cpu)
-        if curve != "CI":
+        if curve not in ("CI", "CF"):
             g = ys[0]
             for y in ys[1:]:
                 ratios.append("×%.2f" % (float(g) / float(y)) if "NaN" not in (g, y) else "-")
@@ -116,7 +129,7 @@ for curve, (title, xlabel, ylabel, svg) in curves.items():
         "set output '%s/%s'" % (out, svg),
         "set title '%s'" % title.replace("'", ""),
         "set xlabel '%s'" % xlabel, "set ylabel '%s'" % ylabel,
-        "set logscale x", "set logscale y" if curve != "CI" else "set yrange [0:*]",
+        "set logscale x", "set logscale y" if curve not in ("CI", "CF") else "set yrange [0:*]",
         "set key top left", "set grid",
         "plot " + plot, ""])
     subprocess.run(["gnuplot"], input=script.encode(), check=True)

@@ -4,7 +4,7 @@
 #   bench/run.sh [scenario...]      scenarios: s0 s1 s2 s3 s4 tail_drill guards linear cluster (default: all),
 #                                   stream (progressive answers; needs build/bench/stream_probe), and
 #                                   s0_h2 s1_h2 (h2c with h2load), curve_sections curve_body curve_idle
-#                                   (bench/curves.sh): not in the default list
+#                                   curve_inflight (bench/curves.sh): not in the default list
 #
 # Environment: GATHER_BIN (default build-bench/gather, else build/gather), DURATION (wrk seconds,
 # default 10), NGINX_PORT (default 18931), WRK_THREADS (default 2), PERF_OUT (if set: `perf record
@@ -201,6 +201,7 @@ bench() {
   read -r th_load rss_load < "$WORK/sample" || true
   stop_gateway
   local out=$WORK/wrk.out
+  [[ -n ${SHOW_WRK:-} ]] && cat "$out" >&2 # wrk's own output (SHOW_WRK=1)
   local total rps p50 p90 p99 non2xx sockerr
   total=$(awk '/requests in/ {print $1}' "$out")
   rps=$(awk '/^Requests\/sec:/ {printf "%.0f", $2}' "$out")
@@ -436,6 +437,25 @@ curve_body() {
     gen_config "$WORK/cb$size.json" 1024 \
       "{\"path\": \"/p/{id}\", \"deadline_ms\": 2000, \"sections\": $(sections_json 1 "/body_$size.json" 1000)}"
     bench "CB $size" "$WORK/cb$size.json" 16 /p/1
+  done
+}
+
+# curve_inflight: memory against requests in flight: S3's route (a 20 ms required section and an
+# optional one that hangs until its 1 s timeout) under N connections (500, 1,000, 2,000: each
+# holds one request in flight about a second); the row's RSS under load is the point. Beyond
+# ~2,000 this machine's limits answer, not the gateways (a hard limit of 20,000 open files, three
+# per request in flight; tcp_max_syn_backlog 2048 against wrk's storm of connects: at 3,000 no
+# side got one answer in a 4 s round).
+curve_inflight() {
+  local n
+  ulimit -n 65536 2>/dev/null || true
+  local secs='[{"name": "base", "url": "@D@/d20", "timeout_ms": 500, "required": true},
+               {"name": "reviews", "url": "@D@/hang", "timeout_ms": 1000, "fallback": {"score": 0}}]'
+  write_lua
+  for n in ${CURVE_INFLIGHT:-500 1000 2000}; do
+    GATHER_TOP=${GATHER_TOP:-"{\"max_connections\": $((n + 1000))}"} \
+      gen_config "$WORK/cf$n.json" $((n + 100)) "{\"path\": \"/p/{id}\", \"deadline_ms\": 1500, \"sections\": $secs}"
+    bench "CF $n" "$WORK/cf$n.json" "$n" /p/1 -s "$S2_LUA"
   done
 }
 
