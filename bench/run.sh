@@ -136,18 +136,15 @@ tree_of() {
 }
 # the tree's files FILE (stat or status), one after the other; a process that ends meanwhile is skipped
 tree_cat() { local p; for p in $(tree_of "$1"); do cat "/proc/$p/$2"; done 2>/dev/null; }
-# utime+stime (fields 14, 15), counted after the command name, which may hold spaces
+# utime+stime (fields 14, 15), counted after the command name, which may hold spaces; with `user`
+# utime alone (user space: the rest is the kernel's)
 cpu_ticks() {
-  tree_cat "$1" stat | awk '{ sub(/^[0-9]+ \(.*\) /, ""); t += $12 + $13 } END { print t + 0 }'
-}
-user_ticks() { # utime alone: user space, the rest of cpu_ticks is the kernel's
-  tree_cat "$1" stat | awk '{ sub(/^[0-9]+ \(.*\) /, ""); t += $12 } END { print t + 0 }'
+  tree_cat "$1" stat | awk -v user="${2:-}" '{ sub(/^[0-9]+ \(.*\) /, ""); t += $12 + (user ? 0 : $13) } END { print t + 0 }'
 }
 threads_of() { tree_cat "$1" status | awk '/^Threads:/ { n += $2 } END { print n + 0 }'; }
 rss_kib() { tree_cat "$1" status | awk '/^VmRSS:/ { n += $2 } END { print n + 0 }'; }
-# the sum over the gateway and its nodes
-cpu_all() { local t=0; for p in "$@"; do t=$((t + $(cpu_ticks "$p"))); done; echo $t; }
-user_all() { local t=0; for p in "$@"; do t=$((t + $(user_ticks "$p"))); done; echo $t; }
+# the sum over the gateway and its nodes (CPU_USER=user: user space only)
+cpu_all() { local t=0; for p in "$@"; do t=$((t + $(cpu_ticks "$p" "${CPU_USER:-}"))); done; echo $t; }
 
 sample_loop() { # sample_loop PID FILE: max threads and RSS every 0.2 s until killed
   local pid=$1 file=$2 th=0 rss=0 t r
@@ -186,7 +183,7 @@ bench() {
   local load; load=$(cut -d' ' -f1 /proc/loadavg)
   local pids=("$GW_PID" "${NODE_PIDS[@]}")
   local c0; c0=$(cpu_all "${pids[@]}")
-  local u0; u0=$(user_all "${pids[@]}")
+  local u0; u0=$(CPU_USER=user cpu_all "${pids[@]}")
   sample_loop "$GW_PID" "$WORK/sample" & local sampler=$!
   local perf_pid=
   if [[ -n ${PERF_OUT:-} ]]; then # profile the gateway during the measured run (docs/performance.md)
@@ -195,7 +192,7 @@ bench() {
   fi
   ${WRK_CPUS:+taskset -c "$WRK_CPUS"} wrk -t"$WRK_THREADS" -c"$conns" -d"${DURATION}s" --timeout 10s --latency "$@" "$url" > "$WORK/wrk.out" 2>&1 || true
   local c1; c1=$(cpu_all "${pids[@]}")
-  local u1; u1=$(user_all "${pids[@]}")
+  local u1; u1=$(CPU_USER=user cpu_all "${pids[@]}")
   [[ -n $perf_pid ]] && wait "$perf_pid" 2>/dev/null || true
   kill "$sampler" 2>/dev/null || true; wait "$sampler" 2>/dev/null || true
   read -r th_load rss_load < "$WORK/sample" || true
@@ -316,10 +313,12 @@ s2() {
   echo "    ideal 64/120ms = 533 req/s; ratio $(awk -v r="$ROW_RPS" 'BEGIN {printf "%.2f", r / 533.3}')"
 }
 
+# S3's route (and curve_inflight's): a 20 ms required section and an optional one that hangs
+S3_SECTIONS='[{"name": "base", "url": "@D@/d20", "timeout_ms": 500, "required": true},
+              {"name": "reviews", "url": "@D@/hang", "timeout_ms": 1000, "fallback": {"score": 0}}]'
+
 s3() {
-  local secs='[{"name": "base", "url": "@D@/d20", "timeout_ms": 500, "required": true},
-               {"name": "reviews", "url": "@D@/hang", "timeout_ms": 1000, "fallback": {"score": 0}}]'
-  gen_config "$WORK/s3.json" 1100 "{\"path\": \"/p/{id}\", \"deadline_ms\": 1500, \"sections\": $secs}"
+  gen_config "$WORK/s3.json" 1100 "{\"path\": \"/p/{id}\", \"deadline_ms\": 1500, \"sections\": $S3_SECTIONS}"
   write_lua
   bench "S3 1000 in flight" "$WORK/s3.json" 1000 /p/1 -s "$S2_LUA"
   echo "    ideal 1000 conns / 1000 ms = 1000 req/s; ratio $(awk -v r="$ROW_RPS" 'BEGIN {printf "%.2f", r / 1000}')"
@@ -420,8 +419,9 @@ linear() {
 
 # Cost curves (bench/curves.sh runs them side by side with the peers). Each point is a row named
 # "C<curve> <x>": CPU per request against the sections per request (instant downstream, 16
-# connections), against the downstream body's size (one section, 16 connections), and the
-# memory of idle keep-alive connections (a row of its own format: RSS before and after).
+# connections), against the downstream body's size (one section, 16 connections), the memory
+# under requests in flight (curve_inflight), and the memory of idle keep-alive connections (a row
+# of its own format: RSS before and after).
 curve_sections() {
   local n
   for n in ${CURVE_SECTIONS:-1 4 16 64}; do
@@ -449,11 +449,9 @@ curve_body() {
 curve_inflight() {
   local n
   ulimit -n 65536 2>/dev/null || true
-  local secs='[{"name": "base", "url": "@D@/d20", "timeout_ms": 500, "required": true},
-               {"name": "reviews", "url": "@D@/hang", "timeout_ms": 1000, "fallback": {"score": 0}}]'
   write_lua
   for n in ${CURVE_INFLIGHT:-500 1000 2000}; do
-    gen_config "$WORK/cf$n.json" $((n + 100)) "{\"path\": \"/p/{id}\", \"deadline_ms\": 1500, \"sections\": $secs}"
+    gen_config "$WORK/cf$n.json" $((n + 100)) "{\"path\": \"/p/{id}\", \"deadline_ms\": 1500, \"sections\": $S3_SECTIONS}"
     bench "CF $n" "$WORK/cf$n.json" "$n" /p/1 -s "$S2_LUA"
   done
 }
