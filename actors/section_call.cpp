@@ -1,3 +1,4 @@
+#include <charconv>
 #include <chrono>
 
 #include "gather/downstream/downstream_request.hpp"
@@ -56,7 +57,8 @@ std::string deadline_header_line(const std::string& name, millis call_timeout,
   line.reserve(name.size() + 24); // ": " and the digits: one allocation
   line += name;
   line += ": ";
-  line += std::to_string(ms);
+  char digits[24];
+  line.append(digits, std::to_chars(digits, digits + sizeof digits, ms).ptr);
   return line;
 }
 

@@ -60,8 +60,10 @@ std::vector<std::string> downstream_headers(const std::vector<std::string>& forw
   id += in.request_id;
   headers.emplace_back("Accept: application/json");
   if (in.trace.started()) {
-    auto& line = headers.emplace_back("traceparent: ");
-    line += format_traceparent(in.trace.trace_id, in.trace.span_id, in.trace.sampled);
+    constexpr std::string_view name = "traceparent: ";
+    auto& line = headers.emplace_back(name.size() + traceparent_size, ' ');
+    std::copy(name.begin(), name.end(), line.begin());
+    write_traceparent(line.data() + name.size(), in.trace.trace_id, in.trace.span_id, in.trace.sampled);
   }
   const auto add = [&](const std::string& name) {
     if (name == "traceparent")

@@ -26,6 +26,8 @@
 
 namespace gather::downstream_loop {
 
+using namespace std::string_view_literals; // appends of literals without a strlen each
+
 /// Idle keep-alive connections kept per loop, all origins together.
 constexpr std::size_t max_idle_connections = 1024;
 
@@ -63,19 +65,19 @@ void loop_client::start(std::uint64_t id, transfer_request request, downstream_c
   bytes += request.method;
   bytes += ' ';
   bytes += t->where.target;
-  bytes += " HTTP/1.1\r\nHost: ";
+  bytes += " HTTP/1.1\r\nHost: "sv;
   bytes += t->where.host_header;
-  bytes += "\r\n";
+  bytes += "\r\n"sv;
   for (const auto& line : request.headers) {
     bytes += line;
-    bytes += "\r\n";
+    bytes += "\r\n"sv;
   }
   if (!request.body.empty() || request.method != "GET") {
-    bytes += "Content-Length: ";
+    bytes += "Content-Length: "sv;
     bytes += std::to_string(request.body.size());
-    bytes += "\r\n";
+    bytes += "\r\n"sv;
   }
-  bytes += "\r\n";
+  bytes += "\r\n"sv;
   bytes += request.body;
   running_.emplace(id, t);
   // At least 1 ms; the one timer bounds connect, send and a trickling body together.

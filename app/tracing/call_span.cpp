@@ -20,7 +20,7 @@ std::int64_t unix_nanos_now() {
 } // namespace
 
 call_span call_span::begin(span_exporter* exporter, std::vector<std::string>& headers,
-                           std::string name, std::int32_t attempt) {
+                           const std::string& name, std::int32_t attempt) {
   call_span span;
   auto line = std::find_if(headers.begin(), headers.end(), [](const std::string& h) {
     return h.compare(0, traceparent_prefix.size(), traceparent_prefix) == 0;
@@ -36,12 +36,16 @@ call_span call_span::begin(span_exporter* exporter, std::vector<std::string>& he
   r.has_parent = true;
   r.span_id = new_span_id();
   r.kind = span_kind::client;
-  r.name = std::move(name);
   r.start_unix_ns = unix_nanos_now();
-  // In place: the line keeps its buffer (the value has the same length).
-  line->replace(traceparent_prefix.size(), std::string::npos,
-                format_traceparent(r.trace_id, r.span_id, request->sampled));
+  // In place when the value is a version-00 one (ours always are): the line keeps its buffer.
+  if (line->size() == traceparent_prefix.size() + traceparent_size)
+    write_traceparent(line->data() + traceparent_prefix.size(), r.trace_id, r.span_id, request->sampled);
+  else
+    line->replace(traceparent_prefix.size(), std::string::npos,
+                  format_traceparent(r.trace_id, r.span_id, request->sampled));
   span.exporter_ = request->sampled && exporter && exporter->exporting() ? exporter : nullptr;
+  if (span.exporter_)
+    r.name = name; // only a recorded span needs its name
   span.attempt_ = attempt;
   span.started_ = true;
   return span;

@@ -12,7 +12,7 @@ bool is_lower_hex(char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= '
 
 template <std::size_t N>
 bool read_hex(std::string_view text, std::array<char, N>& out) {
-  if (text.size() != N || !std::all_of(text.begin(), text.end(), is_lower_hex))
+  if (text.size() != N || !std::all_of(text.begin(), text.end(), [](char c) { return is_lower_hex(c); }))
     return false;
   std::copy(text.begin(), text.end(), out.begin());
   return true;

@@ -26,7 +26,7 @@ public:
   /// `headers`: "Name: value" lines, the call's own copy; its traceparent line is rewritten.
   /// `name`: the section's name ("batch" for a batch call); `attempt`: 1 for the first.
   static call_span begin(span_exporter* exporter, std::vector<std::string>& headers,
-                         std::string name, std::int32_t attempt);
+                         const std::string& name, std::int32_t attempt);
 
   /// Records the span (when sampled and exported): the call's status and the HTTP status of its
   /// answer (0: none arrived). Once only; later calls, and calls on an empty span, do nothing.

@@ -2,7 +2,9 @@
 // Parsing and formatting the `traceparent` header, and making ids, live in gather/tracing/.
 #pragma once
 
+#include <algorithm>
 #include <array>
+#include <cstddef>
 #include <cstdint>
 #include <string>
 
@@ -25,17 +27,30 @@ struct trace_context {
   std::string span_id_text() const { return {span_id.begin(), span_id.end()}; }
 };
 
-/// The W3C traceparent value "00-<trace id>-<span id>-01" (sampled) or "...-00": always version 00,
-/// the only one defined. Parsing is in gather/tracing/traceparent.hpp.
+/// The length of a version-00 traceparent value: "00-" 32 "-" 16 "-" 2.
+constexpr std::size_t traceparent_size = 55;
+
+/// Writes the W3C traceparent value "00-<trace id>-<span id>-01" (sampled) or "...-00" into the
+/// traceparent_size characters at `out`: always version 00, the only one defined. Parsing is in
+/// gather/tracing/traceparent.hpp.
+inline void write_traceparent(char* out, const trace_id_hex& trace, const span_id_hex& span,
+                              bool sampled) {
+  out[0] = '0';
+  out[1] = '0';
+  out[2] = '-';
+  std::copy(trace.begin(), trace.end(), out + 3);
+  out[35] = '-';
+  std::copy(span.begin(), span.end(), out + 36);
+  out[52] = '-';
+  out[53] = '0';
+  out[54] = sampled ? '1' : '0';
+}
+
+/// The same value as a string.
 inline std::string format_traceparent(const trace_id_hex& trace, const span_id_hex& span,
                                       bool sampled) {
-  std::string out;
-  out.reserve(55);
-  out += "00-";
-  out.append(trace.begin(), trace.end());
-  out += '-';
-  out.append(span.begin(), span.end());
-  out += sampled ? "-01" : "-00";
+  std::string out(traceparent_size, '0');
+  write_traceparent(out.data(), trace, span, sampled);
   return out;
 }
 
