@@ -10,7 +10,8 @@
 # default 10), NGINX_PORT (default 18931), WRK_THREADS (default 2), PERF_OUT (if set: `perf record
 # -g` of the gateway during each measured run, to PERF_OUT.<scenario>; PERF_CALLGRAPH, default
 # dwarf,16384: Debian's libraries have no frame pointers), CLUSTER_NODES (default "0 1 2"),
-# WRK_CPUS (if set: the measured wrk runs pinned there with taskset, e.g. 1), GATHER_TOP (a JSON object merged into every config's top level, e.g. '{"io_threads": 2}'), GATHER_ROUTE
+# WRK_CPUS (if set: the measured wrk runs pinned there with taskset, e.g. 1), SYSCALLS (if set:
+# `perf stat` counts the side's system calls per request during the measured run, root only), GATHER_TOP (a JSON object merged into every config's top level, e.g. '{"io_threads": 2}'), GATHER_ROUTE
 # (a JSON object merged into every route), WRK_HEADER (a header every wrk request carries).
 # Needs: nginx-light libnginx-mod-http-echo wrk (apt-get install -y nginx-light
 # libnginx-mod-http-echo wrk), python3, curl; nghttp2-client (h2load) for s0_h2 and s1_h2.
@@ -190,7 +191,13 @@ bench() {
     perf record -F 499 --call-graph "${PERF_CALLGRAPH:-dwarf,16384}" -p "$GW_PID" -o "$PERF_OUT.$name" -- sleep "$DURATION" >/dev/null 2>&1 &
     perf_pid=$!
   fi
+  local stat_pid=
+  if [[ -n ${SYSCALLS:-} ]]; then # count the side's system calls during the measured run
+    perf stat -x, -e 'syscalls:sys_enter_*' -p "$(tree_of "$GW_PID" | paste -sd,)" -o "$WORK/syscalls" -- sleep "$DURATION" >/dev/null 2>&1 &
+    stat_pid=$!
+  fi
   ${WRK_CPUS:+taskset -c "$WRK_CPUS"} wrk -t"$WRK_THREADS" -c"$conns" -d"${DURATION}s" --timeout 10s --latency "$@" "$url" > "$WORK/wrk.out" 2>&1 || true
+  [[ -n $stat_pid ]] && wait "$stat_pid" 2>/dev/null || true
   local c1; c1=$(cpu_all "${pids[@]}")
   local u1; u1=$(CPU_USER=user cpu_all "${pids[@]}")
   [[ -n $perf_pid ]] && wait "$perf_pid" 2>/dev/null || true
@@ -213,6 +220,11 @@ bench() {
   awk -v u=$((u1 - u0)) -v c=$((c1 - c0)) -v t="$TICKS" -v n="$total" \
     'BEGIN { printf "    us_cpu/req user %.0f, kernel %.0f\n", u / t / n * 1e6, (c - u) / t / n * 1e6 }'
   grep '^LUA' "$out" | sed 's/^/    /' || true
+  if [[ -n ${SYSCALLS:-} ]]; then # per request (of wrk's count: the counting window is the same length)
+    awk -F, -v n="$total" '$1 ~ /^[0-9]+$/ && $1 > 0 { sub(/^syscalls:sys_enter_/, "", $3); all += $1; part[$3] = $1 }
+      END { printf "    syscalls/req %.2f:", all / n
+            for (k in part) if (part[k] / n >= 0.05) printf " %s %.2f", k, part[k] / n; print "" }' "$WORK/syscalls"
+  fi
 }
 
 # print_row NAME CONNS RPS P50 P90 P99 NON200 ERRORS THREADS RSS CPU_TICKS REQUESTS LOAD: one table

@@ -5,10 +5,12 @@
 #include <map>
 #include <mutex>
 
+#include <boost/asio/post.hpp>
 #include <nlohmann/json.hpp>
 
 #include "gather/answer/batch_response.hpp"
 #include "gather/ops/json_line.hpp"
+#include "gather/runtime/io_loops.hpp"
 
 namespace gather {
 
@@ -53,11 +55,49 @@ void emit(const nlohmann::json& record) {
 
 } // namespace
 
+namespace {
+
+/// A loop thread's lines not yet written: flushed once per turn of the loop (a handler posted when
+/// the first line arrives runs after the handlers already queued), when they reach
+/// log_batch_bytes, and when the thread ends. Under load one write() carries many requests' lines
+/// instead of one each; at rest a line leaves as soon as its turn ends.
+struct pending_lines {
+  std::string text;
+  ~pending_lines() { flush(); }
+  void flush() {
+    if (text.empty())
+      return;
+    {
+      std::lock_guard<std::mutex> guard{log_mutex};
+      std::fwrite(text.data(), 1, text.size(), stderr); // stderr is unbuffered: one write()
+    }
+    text.clear();
+  }
+};
+
+/// Bounds one write() and the lines a crash could lose; far above a turn's worth of lines at rest.
+constexpr std::size_t log_batch_bytes = 64 * 1024;
+
+thread_local pending_lines pending;
+
+} // namespace
+
 void write_log_line(std::string json_line) {
-  // stderr is unbuffered: the line and its newline leave in one write(), not two.
   json_line.push_back('\n');
-  std::lock_guard<std::mutex> guard{log_mutex};
-  std::fwrite(json_line.data(), 1, json_line.size(), stderr);
+  auto* loop = this_thread_loop();
+  if (!loop) { // not a loop's thread: at once, the line and its newline in one write()
+    std::lock_guard<std::mutex> guard{log_mutex};
+    std::fwrite(json_line.data(), 1, json_line.size(), stderr);
+    return;
+  }
+  const bool first = pending.text.empty();
+  if (first && pending.text.capacity() == 0)
+    pending.text.reserve(log_batch_bytes);
+  pending.text += json_line;
+  if (pending.text.size() >= log_batch_bytes)
+    pending.flush(); // the posted flush, if any, then finds nothing to write
+  else if (first)
+    boost::asio::post(*loop, [] { pending.flush(); });
 }
 
 void log_request(const std::string& request_id, const std::string& trace_id, const std::string& route,

@@ -12,7 +12,12 @@ namespace {
 /// Which loop this thread runs (set once, when the loop's thread starts).
 thread_local const io_loops* running_loops = nullptr;
 thread_local std::size_t running_index = 0;
+thread_local boost::asio::io_context* running_context = nullptr;
 } // namespace
+
+boost::asio::io_context* this_thread_loop() {
+  return running_context;
+}
 
 io_loops::io_loops(std::size_t count) {
   for (std::size_t i = 0; i < count; ++i) {
@@ -59,6 +64,7 @@ void io_loops::start() {
       loop->thread = std::thread([this, i, context = loop->context.get()] {
         running_loops = this;
         running_index = i;
+        running_context = context;
         context->run();
       });
     } catch (const std::system_error& e) {

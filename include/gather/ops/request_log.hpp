@@ -30,7 +30,9 @@ void log_request(const std::string& request_id, const std::string& route, int st
                  std::int64_t ms, const std::string& detail = {}, const std::string& trace_id = {},
                  const char* proto = nullptr);
 
-/// Writes one line to stderr atomically with respect to other log lines.
+/// Writes one line to stderr atomically with respect to other log lines: at once from any thread
+/// but an event loop's; on a loop's thread at the end of the loop's turn, together with the other
+/// lines of that turn (one write() for all), or when the thread ends. No line is ever dropped.
 void write_log_line(std::string json_line);
 
 } // namespace gather

@@ -15,6 +15,10 @@
 
 namespace gather {
 
+/// The io_context the calling thread runs when it is a loop's thread of some io_loops; else null.
+/// Lets a lower layer defer work to the end of the loop's current turn (the request log's lines).
+boost::asio::io_context* this_thread_loop();
+
 class io_loops {
 public:
   explicit io_loops(std::size_t count);
