@@ -20,7 +20,8 @@
 #include <boost/asio/connect.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/write.hpp>
-#include <boost/beast/http/read.hpp>
+#include <boost/beast/core/read_size.hpp>
+#include <boost/beast/http/error.hpp>
 
 #include "gather/config/port.hpp"
 
@@ -198,31 +199,64 @@ void loop_client::send(const std::shared_ptr<transfer>& t) {
 void loop_client::receive(const std::shared_ptr<transfer>& t) {
   t->parser.emplace(body_slack_bytes);
   limit_response(*t->parser, t->max_body_bytes);
+  t->head_bytes = 0;
+  // A pooled connection's buffer is empty (give_back); a new one's too: the answer is read first.
+  read_some(t);
+}
+
+void loop_client::read_some(const std::shared_ptr<transfer>& t) {
+  auto& buffer = t->conn->buffer;
+  // As Beast's own reads size them: what the buffer has spare, at least 512, at most 64 KiB.
+  const auto room = boost::beast::read_size(buffer, 65536);
+  if (room == 0)
+    return fail(*t, transfer_error::protocol, "malformed response from " + t->where.key + ": buffer full");
   with_stream(*t->conn, [&](auto& stream) {
-    http::async_read_header(stream, t->conn->buffer, *t->parser,
-                            [this, t](const error_code& ec, std::size_t head_bytes) {
-                              if (t->finished)
-                                return;
-                              if (ec)
-                                return read_failed(t, ec);
-                              if (!head_within_cap(head_bytes))
-                                return fail(*t, transfer_error::protocol,
-                                            "malformed response from " + t->where.key + ": header limit exceeded");
-                              receive_body(t);
-                            });
+    stream.async_read_some(buffer.prepare(room), [this, t](error_code ec, std::size_t n) {
+      if (t->finished)
+        return;
+      auto& parser = *t->parser;
+      t->conn->buffer.commit(n);
+      if (ec == asio::error::eof) { // the server closed: the end of an answer read to its close?
+        if (!parser.got_some())
+          return read_failed(t, boost::beast::http::error::end_of_stream);
+        ec = {};
+        parser.put_eof(ec);
+        if (ec)
+          return read_failed(t, ec);
+        return answered(t);
+      }
+      if (ec)
+        return read_failed(t, ec);
+      parse(t);
+    });
   });
 }
 
-void loop_client::receive_body(const std::shared_ptr<transfer>& t) {
-  with_stream(*t->conn, [&](auto& stream) {
-    http::async_read(stream, t->conn->buffer, *t->parser, [this, t](const error_code& ec, std::size_t) {
-      if (t->finished)
-        return;
-      if (ec)
-        return read_failed(t, ec);
-      answered(t);
-    });
-  });
+void loop_client::parse(const std::shared_ptr<transfer>& t) {
+  auto& parser = *t->parser;
+  auto& buffer = t->conn->buffer;
+  while (buffer.size() > 0 && !parser.is_done()) {
+    error_code ec;
+    const bool in_head = !parser.is_header_done();
+    const auto used = parser.put(buffer.data(), ec);
+    buffer.consume(used);
+    if (in_head) {
+      t->head_bytes += used;
+      if (parser.is_header_done()) {
+        if (!head_within_cap(t->head_bytes))
+          return fail(*t, transfer_error::protocol,
+                      "malformed response from " + t->where.key + ": header limit exceeded");
+        parser.eager(true); // the head is checked: the body is parsed as far as it has come
+      }
+    }
+    if (ec == boost::beast::http::error::need_more)
+      break;
+    if (ec)
+      return read_failed(t, ec);
+  }
+  if (parser.is_done())
+    return answered(t);
+  read_some(t);
 }
 
 void loop_client::lost_connection(const std::shared_ptr<transfer>& t, const error_code& ec) {

@@ -63,6 +63,7 @@ struct transfer {
   asio::steady_timer timer;
   std::unique_ptr<origin_connection> conn;
   std::optional<response_parser> parser;
+  std::size_t head_bytes = 0; ///< taken by the parser until the head was whole
   bool reused = false;  ///< the connection came from the pool
   bool resent = false;  ///< already sent once more on a new connection
   bool finished = false;
@@ -120,9 +121,14 @@ private:
 
   void send(const std::shared_ptr<transfer>& t);
 
-  /// The head first, held to its cap (head_within_cap), then the rest of the answer.
+  /// Reads the answer with the socket's own reads and Beast's parser: the head first, held to its
+  /// cap (head_within_cap), then the body, parsed as the bytes come. (Beast's async_read_header and
+  /// async_read cost two composed operations and two posts per call, where one read usually
+  /// brings the whole answer.)
   void receive(const std::shared_ptr<transfer>& t);
-  void receive_body(const std::shared_ptr<transfer>& t);
+  void read_some(const std::shared_ptr<transfer>& t);
+  /// Parses what the connection's buffer holds; then reads more, or ends the transfer.
+  void parse(const std::shared_ptr<transfer>& t);
 
   /// Nothing of an answer arrived on a connection that came from the pool: the server closed it
   /// while idle. Sent once more on a new connection; any other failure is the transfer's.
