@@ -108,12 +108,13 @@ void start_attempt(batch_ptr self, std::size_t c) {
   const auto& serving = *st.job->serving;
   if (++st.outcomes[c].attempts == 1 && st.budget)
     st.budget->first_attempt(clock::now());
-  transfer_request request{st.job->plan.urls[c], st.headers, batch_of(st).timeout,
-                           serving.max_response_bytes()};
-  if (!serving.deadline_header().empty())
-    request.headers.push_back(deadline_header_line(serving.deadline_header(), batch_of(st).timeout,
-                                                   st.deadline - clock::now()));
-  st.spans[c] = call_span::begin(&services.spans, request.headers, "batch", st.outcomes[c].attempts);
+  transfer_request request{st.job->plan.urls[c], {}, batch_of(st).timeout, serving.max_response_bytes()};
+  request.header_lines = header_block(
+      st.headers, serving.deadline_header().empty()
+                      ? std::string{}
+                      : deadline_header_line(serving.deadline_header(), batch_of(st).timeout,
+                                             st.deadline - clock::now()));
+  st.spans[c] = call_span::begin(&services.spans, request.header_lines, "batch", st.outcomes[c].attempts);
   auto me = caf::actor_cast<caf::actor>(self);
   auto answered = st.answered;
   auto* stats = &services.stats;

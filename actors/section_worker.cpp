@@ -26,6 +26,7 @@
 // This file: the actor, attempts, calls, hedges, retries and the guard. A cached section's lookup
 // and flight: section_worker_cache.cpp; an attempt run on a cluster node:
 // section_worker_remote.cpp; what they share: section_worker_steps.hpp.
+#include "gather/downstream/downstream_request.hpp"
 #include "gather/actors/section_worker.hpp"
 #include "section_worker_steps.hpp"
 
@@ -152,12 +153,12 @@ void launch_call(worker_ptr self, bool retry, concurrency_limit::slot slot) {
   const auto left = std::max(millis{1}, attempt_timeout - std::chrono::duration_cast<millis>(
                                                             now - st.attempt.started()));
   transfer_request request{st.call.work.url, {}, left, st.call.work.max_response_bytes};
-  request.headers.reserve(st.call.work.headers.size() + 1); // + the deadline header: no regrowth
-  request.headers.assign(st.call.work.headers.begin(), st.call.work.headers.end());
-  if (!st.call.work.deadline_header.empty())
-    request.headers.push_back(
-        deadline_header_line(st.call.work.deadline_header, left, st.call.deadline - now));
-  auto span = call_span::begin(&st.services->spans, request.headers, st.call.name, st.attempts);
+  request.header_lines = header_block(
+      st.call.work.headers,
+      st.call.work.deadline_header.empty()
+          ? std::string{}
+          : deadline_header_line(st.call.work.deadline_header, left, st.call.deadline - now));
+  auto span = call_span::begin(&st.services->spans, request.header_lines, st.call.name, st.attempts);
   const auto seq = ++st.next_seq;
   st.attempt.count_call(seq);
   auto me = caf::actor_cast<caf::actor>(self);

@@ -120,7 +120,7 @@ void jwks_source::fetch() {
   fetches_.fetch_add(1);
   transfer_request request;
   request.url = origin_;
-  request.headers = {"Accept: application/json"};
+  request.header_lines = "Accept: application/json\r\n";
   request.timeout = jwks_fetch_timeout;
   request.max_body_bytes = jwks_max_bytes;
   // The completion runs on a loop; the source outlives the client's transfers (the gateway's

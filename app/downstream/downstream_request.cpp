@@ -81,6 +81,23 @@ std::vector<std::string> downstream_headers(const std::vector<std::string>& forw
   return headers;
 }
 
+std::string header_block(const std::vector<std::string>& lines, std::string_view last) {
+  std::size_t size = last.size() + 2;
+  for (const auto& line : lines)
+    size += line.size() + 2;
+  std::string block;
+  block.reserve(size);
+  for (const auto& line : lines) {
+    block += line;
+    block += "\r\n";
+  }
+  if (!last.empty()) {
+    block += last;
+    block += "\r\n";
+  }
+  return block;
+}
+
 std::vector<std::string> forwarded_names(const std::vector<std::string>& forward_headers,
                                          const inbound_request& in) {
   std::vector<std::string> names = forward_headers;

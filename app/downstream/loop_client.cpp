@@ -60,8 +60,7 @@ void loop_client::start(std::uint64_t id, transfer_request request, downstream_c
   auto& bytes = t->request_bytes; // sized once: one allocation, not one per growth step
   std::size_t size = request.method.size() + t->where.target.size() + t->where.host_header.size() +
                      request.body.size() + 64;
-  for (const auto& line : request.headers)
-    size += line.size() + 2;
+  size += request.header_lines.size();
   bytes.reserve(size);
   bytes += request.method;
   bytes += ' ';
@@ -69,10 +68,7 @@ void loop_client::start(std::uint64_t id, transfer_request request, downstream_c
   bytes += " HTTP/1.1\r\nHost: "sv;
   bytes += t->where.host_header;
   bytes += "\r\n"sv;
-  for (const auto& line : request.headers) {
-    bytes += line;
-    bytes += "\r\n"sv;
-  }
+  bytes += request.header_lines;
   if (!request.body.empty() || request.method != "GET") {
     bytes += "Content-Length: "sv;
     bytes += std::to_string(request.body.size());

@@ -19,15 +19,20 @@ std::int64_t unix_nanos_now() {
 
 } // namespace
 
-call_span call_span::begin(span_exporter* exporter, std::vector<std::string>& headers,
+call_span call_span::begin(span_exporter* exporter, std::string& header_lines,
                            const std::string& name, std::int32_t attempt) {
   call_span span;
-  auto line = std::find_if(headers.begin(), headers.end(), [](const std::string& h) {
-    return h.compare(0, traceparent_prefix.size(), traceparent_prefix) == 0;
-  });
-  if (line == headers.end())
+  const std::string_view block{header_lines};
+  std::size_t line = 0; // the traceparent line's start, found at the start of a line
+  while (line < block.size() && block.compare(line, traceparent_prefix.size(), traceparent_prefix) != 0) {
+    const auto end = block.find("\r\n", line);
+    line = end == std::string_view::npos ? block.size() : end + 2;
+  }
+  if (line >= block.size())
     return span;
-  const auto request = parse_traceparent(std::string_view{*line}.substr(traceparent_prefix.size()));
+  const auto value_at = line + traceparent_prefix.size();
+  const auto value_end = std::min(block.find("\r\n", value_at), block.size());
+  const auto request = parse_traceparent(block.substr(value_at, value_end - value_at));
   if (!request)
     return span;
   auto& r = span.record_;
@@ -37,12 +42,12 @@ call_span call_span::begin(span_exporter* exporter, std::vector<std::string>& he
   r.span_id = new_span_id();
   r.kind = span_kind::client;
   r.start_unix_ns = unix_nanos_now();
-  // In place when the value is a version-00 one (ours always are): the line keeps its buffer.
-  if (line->size() == traceparent_prefix.size() + traceparent_size)
-    write_traceparent(line->data() + traceparent_prefix.size(), r.trace_id, r.span_id, request->sampled);
+  // In place when the value is a version-00 one (ours always are): the block keeps its buffer.
+  if (value_end - value_at == traceparent_size)
+    write_traceparent(header_lines.data() + value_at, r.trace_id, r.span_id, request->sampled);
   else
-    line->replace(traceparent_prefix.size(), std::string::npos,
-                  format_traceparent(r.trace_id, r.span_id, request->sampled));
+    header_lines.replace(value_at, value_end - value_at,
+                         format_traceparent(r.trace_id, r.span_id, request->sampled));
   span.exporter_ = request->sampled && exporter && exporter->exporting() ? exporter : nullptr;
   if (span.exporter_)
     r.name = name; // only a recorded span needs its name

@@ -70,7 +70,7 @@ struct span_exporter::impl {
     transfer_request request;
     request.url = cfg.otlp_endpoint;
     request.method = "POST";
-    request.headers = {"Content-Type: application/json", "Accept: application/json"};
+    request.header_lines = "Content-Type: application/json\r\nAccept: application/json\r\n";
     request.timeout = cfg.export_timeout;
     request.max_body_bytes = max_response_bytes;
     request.body = encode_otlp_json(cfg.service_name, batch);

@@ -368,7 +368,7 @@ TEST_CASE("request headers are sent and the path is sent as rendered", "[client]
   downstream_client client;
 
   transfer_request request = request_for(server.base_url() + "/a/../b");
-  request.headers = {"X-Tenant: acme"};
+  request.header_lines = "X-Tenant: acme\r\n";
   const transfer_result r = fetch(client, request);
   CHECK(r.http_status == 200);
   CHECK(seen_header == "acme");
@@ -542,7 +542,7 @@ TEST_CASE("a POST carries its body with a Content-Length, and the connection is 
   downstream_client client;
   auto post = request_for(server.base_url() + "/in");
   post.method = "POST";
-  post.headers = {"Content-Type: application/json"};
+  post.header_lines = "Content-Type: application/json\r\n";
   post.body = R"({"resourceSpans":[]})";
   auto r = fetch(client, post);
   CHECK(r.error == transfer_error::none);

@@ -19,7 +19,9 @@ namespace gather {
 
 struct transfer_request {
   std::string url;
-  std::vector<std::string> headers; ///< "Name: value" lines
+  /// The call's header lines as they go on the wire, "Name: value\r\n" each (header_block() in
+  /// downstream_request.hpp); the client adds Host, and Content-Length for a body.
+  std::string header_lines;
   std::chrono::milliseconds timeout{1000}; ///< whole transfer: connect, send, receive
   std::size_t max_body_bytes = 8 * 1024 * 1024;
   /// When no answer is complete after `slow_after` (0: never; only if shorter than `timeout`),

@@ -5,6 +5,7 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "gather/config/config.hpp"
@@ -22,6 +23,10 @@ std::optional<std::string> inbound_value(const url_part& part, const inbound_req
 /// call_span.hpp), and every value of each of forwarded_names() (lower-case names) that `in`
 /// carries, with CR, LF and NUL in a value replaced by spaces (no value can add a header line).
 /// An inbound traceparent is never forwarded as it came: the gateway's own replaces it.
+/// `lines` ("Name: value" each) and then `last` (when not empty) as header lines on the wire, each
+/// ended by CRLF: one string, sized once.
+std::string header_block(const std::vector<std::string>& lines, std::string_view last = {});
+
 std::vector<std::string> downstream_headers(const std::vector<std::string>& forward_headers,
                                             const inbound_request& in);
 

@@ -10,7 +10,6 @@
 
 #include <cstdint>
 #include <string>
-#include <vector>
 
 #include "gather/tracing/span.hpp"
 #include "gather/values/section_outcome.hpp"
@@ -23,9 +22,10 @@ class call_span {
 public:
   call_span() = default; ///< no span: finish() does nothing
 
-  /// `headers`: "Name: value" lines, the call's own copy; its traceparent line is rewritten.
+  /// `header_lines`: the call's own header lines ("Name: value\r\n" each); its traceparent line is
+  /// rewritten.
   /// `name`: the section's name ("batch" for a batch call); `attempt`: 1 for the first.
-  static call_span begin(span_exporter* exporter, std::vector<std::string>& headers,
+  static call_span begin(span_exporter* exporter, std::string& header_lines,
                          const std::string& name, std::int32_t attempt);
 
   /// Records the span (when sampled and exported): the call's status and the HTTP status of its
