@@ -1,6 +1,9 @@
 #include "gather/answer/aggregate_response.hpp"
 
+#include <charconv>
+#include <cstring>
 #include <optional>
+#include <string_view>
 
 #include "gather/config/url_template.hpp"
 
@@ -9,7 +12,7 @@ namespace gather {
 namespace {
 
 /// Data of section `from` as it appears in the response, field `path` of it, serialized.
-std::optional<std::string> field_of(const std::string& data_text, const field_path& path) {
+std::optional<std::string> field_of(std::string_view data_text, const field_path& path) {
   if (data_text.empty() || data_text == "null")
     return std::nullopt;
   auto data = nlohmann::json::parse(data_text, nullptr, false);
@@ -21,11 +24,11 @@ std::optional<std::string> field_of(const std::string& data_text, const field_pa
   return found->dump();
 }
 
-std::string fallback_text(const route_config& route, std::size_t i,
-                          const std::vector<std::string>& data_texts) {
-  const auto& section = route.sections[i];
+/// What a section that did not end ok shows: a field of the data `from` shows (the text of the
+/// section its fallback_from names; empty without one), else its fallback, else null.
+std::string fallback_text(const section_config& section, std::string_view from) {
   if (section.fallback_from) {
-    if (auto text = field_of(data_texts[section.fallback_from->section], section.fallback_from->field))
+    if (auto text = field_of(from, section.fallback_from->field))
       return *text;
   }
   if (section.fallback)
@@ -33,45 +36,87 @@ std::string fallback_text(const route_config& route, std::size_t i,
   return "null";
 }
 
-} // namespace
-
-std::string section_data_text(const route_config& route, std::size_t i, section_outcome& outcome,
-                              const std::vector<std::string>& data) {
-  if (outcome.status == section_status::ok || outcome.source == data_source::stale)
-    return outcome.data;
-  outcome.source = data_source::fallback;
-  return fallback_text(route, i, data);
+/// Shows its own data: ok, or a stale cache entry that stood in for the fallback.
+bool shows_own_data(const section_outcome& outcome) {
+  return outcome.status == section_status::ok || outcome.source == data_source::stale;
 }
 
-namespace {
+/// Pieces written through a pointer into a string sized once for the most they can take: one
+/// allocation and no capacity check per piece (the answer is built once per request; appending
+/// piece by piece cost ~5.5k instructions of a four-section answer, docs/performance.md).
+class piece_writer {
+public:
+  piece_writer(std::string& out, std::size_t most) : out_(out) {
+    out_.resize(most);
+    p_ = out_.data();
+  }
+  void put(std::string_view piece) {
+    std::memcpy(p_, piece.data(), piece.size());
+    p_ += piece.size();
+  }
+  void put(char c) { *p_++ = c; }
+  void number(std::int64_t value) { p_ = std::to_chars(p_, p_ + max_digits, value).ptr; }
+  void finish() { out_.resize(static_cast<std::size_t>(p_ - out_.data())); }
 
-void append_degraded_and_warnings(std::string& out, const route_config& route,
-                                  const std::vector<section_outcome>& outcomes) {
+  static constexpr std::size_t max_digits = 20; ///< of an int64, its sign included
+
+private:
+  std::string& out_;
+  char* p_;
+};
+
+/// The most a status or source word takes (to_string of section_status, data_source).
+constexpr std::size_t max_word = 16;
+
+/// The most put_degraded_and_warnings writes.
+std::size_t degraded_and_warnings_bytes(const route_config& route) {
+  std::size_t most = 32;
+  for (const auto& section : route.sections)
+    most += section.name.size() + max_word + 4;
+  return most;
+}
+
+void put_degraded_and_warnings(piece_writer& out, const route_config& route,
+                               const std::vector<section_outcome>& outcomes) {
   bool degraded = false;
   for (const auto& outcome : outcomes)
     degraded = degraded || outcome.status != section_status::ok;
-  out += degraded ? "\"degraded\":true,\"warnings\":[" : "\"degraded\":false,\"warnings\":[";
+  out.put(degraded ? std::string_view{"\"degraded\":true,\"warnings\":["}
+                   : std::string_view{"\"degraded\":false,\"warnings\":["});
   bool first = true;
   for (std::size_t i = 0; i < outcomes.size(); ++i) {
     if (outcomes[i].status == section_status::ok)
       continue;
-    out += first ? "\"" : ",\"";
-    out += route.sections[i].name;
-    out += '_';
-    out += to_string(outcomes[i].status);
-    out += '"';
+    if (!first)
+      out.put(',');
+    out.put('"');
+    out.put(route.sections[i].name);
+    out.put('_');
+    out.put(to_string(outcomes[i].status));
+    out.put('"');
     first = false;
   }
-  out += ']';
+  out.put(']');
 }
 
 } // namespace
 
+std::string section_data_text(const route_config& route, std::size_t i, section_outcome& outcome,
+                              const std::vector<std::string>& data) {
+  if (shows_own_data(outcome))
+    return outcome.data;
+  outcome.source = data_source::fallback;
+  const auto& section = route.sections[i];
+  return fallback_text(section, section.fallback_from ? std::string_view{data[section.fallback_from->section]}
+                                                      : std::string_view{});
+}
+
 std::string degraded_and_warnings(const route_config& route, const std::vector<section_outcome>& outcomes) {
-  std::string out;
-  out.reserve(40 + 32 * outcomes.size());
-  append_degraded_and_warnings(out, route, outcomes);
-  return out;
+  std::string text;
+  piece_writer out{text, degraded_and_warnings_bytes(route)};
+  put_degraded_and_warnings(out, route, outcomes);
+  out.finish();
+  return text;
 }
 
 http_reply required_section_failure(const section_outcome& outcome, const std::string& section,
@@ -90,53 +135,63 @@ http_reply build_aggregate_reply(const route_config& route, std::vector<section_
     if (route.sections[i].required && outcomes[i].status != section_status::ok)
       return required_section_failure(outcomes[i], route.sections[i].name, request_id);
 
-  std::vector<std::string> data_texts(n);
-  for (auto i : route.resolve_order)
-    data_texts[i] = section_data_text(route, i, outcomes[i], data_texts);
-
-  // Spliced, not re-serialized: live data is validated JSON as the downstream sent it. Both parts
-  // are sized once up front (one allocation each instead of one per growth step).
-  std::size_t data_bytes = 0, names_bytes = 0;
-  for (std::size_t i = 0; i < n; ++i) {
-    data_bytes += data_texts[i].size();
-    names_bytes += route.sections[i].name.size();
-  }
-  std::string sections;
-  sections.reserve(16 + names_bytes + 96 * n);
-  std::string body;
-  body.reserve(64 + data_bytes + 2 * names_bytes + 40 * n + sections.capacity());
-  body += "{\"data\":{";
-  sections += "\"sections\":{";
-  for (std::size_t i = 0; i < n; ++i) {
-    const auto& name = route.sections[i].name; // [a-z][a-z0-9_]*: needs no escaping
-    const auto& outcome = outcomes[i];
-    if (i != 0) {
-      body += ',';
-      sections += ',';
+  // What each section shows: a view of its own data (not a copy), or of its fallback's text,
+  // kept beside it. Sized once: no view is left pointing into a moved string.
+  struct shown {
+    std::string_view text;
+    std::string fallback;
+  };
+  std::vector<shown> shows(n);
+  for (auto i : route.resolve_order) {
+    auto& outcome = outcomes[i];
+    if (shows_own_data(outcome)) {
+      shows[i].text = outcome.data;
+      continue;
     }
-    body += '"';
-    body += name;
-    body += "\":";
-    body += data_texts[i];
-    sections += '"';
-    sections += name;
-    sections += "\":{\"status\":\"";
-    sections += to_string(outcome.status);
-    sections += "\",\"source\":\"";
-    sections += to_string(outcome.source);
-    sections += "\",\"attempts\":";
-    sections += std::to_string(outcome.attempts);
-    sections += ",\"ms\":";
-    sections += std::to_string(outcome.ms);
-    sections += '}';
+    outcome.source = data_source::fallback;
+    const auto& section = route.sections[i];
+    shows[i].fallback = fallback_text(
+      section, section.fallback_from ? shows[section.fallback_from->section].text : std::string_view{});
+    shows[i].text = shows[i].fallback;
   }
-  body += "},";
-  body += sections;
-  body += "},";
-  append_degraded_and_warnings(body, route, outcomes);
-  body += "}";
+
+  // Spliced, not re-serialized: live data is validated JSON as the downstream sent it. Section
+  // names are [a-z][a-z0-9_]* (the config's rule) and the rest are numbers and fixed words: no
+  // escaping. Per section at most: `,"NAME":DATA` and
+  // `,"NAME":{"status":"WORD","source":"WORD","attempts":N,"ms":N}`: 51 bytes of punctuation and
+  // keys besides the names, the words, the numbers and the data.
+  std::size_t most = 32 + degraded_and_warnings_bytes(route);
+  for (std::size_t i = 0; i < n; ++i)
+    most += 2 * route.sections[i].name.size() + shows[i].text.size() + 52 + 2 * max_word +
+            2 * piece_writer::max_digits;
   http_reply reply;
-  reply.body = std::move(body);
+  piece_writer out{reply.body, most};
+  out.put("{\"data\":{");
+  for (std::size_t i = 0; i < n; ++i) {
+    out.put(i == 0 ? std::string_view{"\""} : std::string_view{",\""});
+    out.put(route.sections[i].name);
+    out.put("\":");
+    out.put(shows[i].text);
+  }
+  out.put("},\"sections\":{");
+  for (std::size_t i = 0; i < n; ++i) {
+    const auto& outcome = outcomes[i];
+    out.put(i == 0 ? std::string_view{"\""} : std::string_view{",\""});
+    out.put(route.sections[i].name);
+    out.put("\":{\"status\":\"");
+    out.put(to_string(outcome.status));
+    out.put("\",\"source\":\"");
+    out.put(to_string(outcome.source));
+    out.put("\",\"attempts\":");
+    out.number(outcome.attempts);
+    out.put(",\"ms\":");
+    out.number(outcome.ms);
+    out.put('}');
+  }
+  out.put("},");
+  put_degraded_and_warnings(out, route, outcomes);
+  out.put('}');
+  out.finish();
   return reply;
 }
 

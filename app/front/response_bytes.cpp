@@ -1,6 +1,9 @@
 #include "gather/front/response_bytes.hpp"
 
+#include <charconv>
 #include <cstdio>
+#include <cstring>
+#include <string_view>
 #include <ostream> // see request_parser.hpp
 #include <boost/beast/http/status.hpp>
 
@@ -9,40 +12,55 @@ namespace gather {
 namespace {
 
 /// Status line, Content-Type, `length_line` (Content-Length or Transfer-Encoding; none when
-/// empty), X-Request-Id, the reply's headers, the connection header, the blank line.
+/// empty), X-Request-Id, the reply's headers, the connection header, the blank line; room is
+/// reserved for `body_size` bytes after it. The head is written through a pointer into a string
+/// sized for the most it can take, then cut: one allocation, no capacity check per piece.
 std::string head_bytes(const http_reply& reply, const std::string& request_id,
-                       const response_framing& framing, const std::string& length_line,
+                       const response_framing& framing, std::string_view length_line,
                        std::size_t body_size) {
   const auto reason = boost::beast::http::obsolete_reason(
       static_cast<boost::beast::http::status>(reply.status));
+  // "HTTP/1.1 " and the status's digits; "\r\nContent-Type: " (16), "\r\n" before the length,
+  // "\r\nX-Request-Id: " (16), "\r\nConnection: keep-alive" (24), the blank line (4).
+  std::size_t most = 9 + 12 + 1 + reason.size() + 16 + reply.content_type.size() + 2 +
+                     length_line.size() + 16 + request_id.size() + 24 + 4;
+  for (const auto& [name, value] : reply.headers)
+    most += 4 + name.size() + value.size();
   std::string out;
-  out.reserve(160 + body_size);
-  out += framing.version == 10 ? "HTTP/1.0 " : "HTTP/1.1 ";
-  out += std::to_string(reply.status);
-  out += ' ';
-  out.append(reason.data(), reason.size());
+  out.reserve(most + body_size);
+  out.resize(most);
+  char* p = out.data();
+  const auto put = [&p](std::string_view piece) {
+    std::memcpy(p, piece.data(), piece.size());
+    p += piece.size();
+  };
+  put(framing.version == 10 ? std::string_view{"HTTP/1.0 "} : std::string_view{"HTTP/1.1 "});
+  p = std::to_chars(p, p + 12, reply.status).ptr;
+  *p++ = ' ';
+  put({reason.data(), reason.size()});
   // A 204 has neither a body nor a length (RFC 9110 §8.6).
   if (reply.status != 204) {
-    out += "\r\nContent-Type: ";
-    out += reply.content_type;
+    put("\r\nContent-Type: ");
+    put(reply.content_type);
   }
   if (!length_line.empty()) {
-    out += "\r\n";
-    out += length_line;
+    put("\r\n");
+    put(length_line);
   }
-  out += "\r\nX-Request-Id: ";
-  out += request_id;
+  put("\r\nX-Request-Id: ");
+  put(request_id);
   for (const auto& [name, value] : reply.headers) {
-    out += "\r\n";
-    out += name;
-    out += ": ";
-    out += value;
+    put("\r\n");
+    put(name);
+    put(": ");
+    put(value);
   }
   if (!framing.keep_alive)
-    out += "\r\nConnection: close";
+    put("\r\nConnection: close");
   else if (framing.version == 10)
-    out += "\r\nConnection: keep-alive";
-  out += "\r\n\r\n";
+    put("\r\nConnection: keep-alive");
+  put("\r\n\r\n");
+  out.resize(static_cast<std::size_t>(p - out.data()));
   return out;
 }
 
@@ -50,10 +68,17 @@ std::string head_bytes(const http_reply& reply, const std::string& request_id,
 
 std::string response_bytes(const http_reply& reply, const std::string& request_id,
                            response_framing framing) {
+  // "Content-Length: " and the digits, on the stack (as a std::string it was an allocation).
+  constexpr std::string_view key = "Content-Length: ";
+  char length[key.size() + 20];
+  std::memcpy(length, key.data(), key.size());
+  const char* end = std::to_chars(length + key.size(), length + sizeof length, reply.body.size()).ptr;
+  const bool body = !framing.head_only && reply.status != 204;
   auto out = head_bytes(reply, request_id, framing,
-                        reply.status == 204 ? std::string{} : "Content-Length: " + std::to_string(reply.body.size()),
-                        reply.body.size());
-  if (!framing.head_only && reply.status != 204)
+                        reply.status == 204 ? std::string_view{}
+                                            : std::string_view{length, static_cast<std::size_t>(end - length)},
+                        body ? reply.body.size() : 0);
+  if (body)
     out += reply.body;
   return out;
 }
@@ -62,7 +87,7 @@ std::string stream_head_bytes(const http_reply& head, const std::string& request
                               response_framing framing) {
   // HTTP/1.0 knows no chunks: the body runs to the connection's end (framing.keep_alive is false).
   return head_bytes(head, request_id, framing,
-                    framing.version == 10 ? std::string{} : "Transfer-Encoding: chunked", 0);
+                    framing.version == 10 ? std::string_view{} : std::string_view{"Transfer-Encoding: chunked"}, 0);
 }
 
 std::string chunk_bytes(std::string_view piece, int version, bool last) {

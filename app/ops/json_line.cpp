@@ -1,5 +1,9 @@
 #include "gather/ops/json_line.hpp"
 
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+
 namespace gather {
 
 namespace {
@@ -46,51 +50,146 @@ std::size_t utf8_sequence(std::string_view text, std::size_t i, std::size_t& bad
   return length;
 }
 
-} // namespace
 
-void append_json_string(std::string& out, std::string_view text) {
-  static constexpr char hex[] = "0123456789abcdef";
-  out.push_back('"');
-  std::size_t plain = 0; // start of the run of bytes copied as they are
+/// Copies the bytes of `text` that JSON writes as they are (printable ASCII but `"` and `\`) to
+/// `out`, up to the first one that is not; returns how many. Eight bytes at a time while they last
+/// (a word holds such a byte iff one of its bytes is below 0x20, 0x22, 0x5C or above 0x7F: with no
+/// such byte none of the subtractions below borrows, so no high bit is set), then byte by byte.
+std::size_t copy_plain(char* out, std::string_view text) {
+  constexpr std::uint64_t ones = 0x0101010101010101ULL, highs = 0x8080808080808080ULL;
+  const char* in = text.data();
+  const std::size_t n = text.size();
   std::size_t i = 0;
-  const auto flush = [&] { out.append(text.data() + plain, i - plain); };
+  for (; i + 8 <= n; i += 8) {
+    std::uint64_t w;
+    std::memcpy(&w, in + i, 8);
+    const std::uint64_t low = w - 0x20 * ones;                 // a byte below 0x20
+    const std::uint64_t quote = (w ^ ('"' * ones)) - ones;     // a byte equal to '"'
+    const std::uint64_t backslash = (w ^ ('\\' * ones)) - ones; // a byte equal to '\'
+    if ((((low | quote | backslash) & ~w) | w) & highs)
+      break;
+    std::memcpy(out + i, &w, 8);
+  }
+  for (; i < n; ++i) {
+    const auto c = static_cast<unsigned char>(in[i]);
+    if (c < 0x20 || c >= 0x80 || c == '"' || c == '\\')
+      break;
+    out[i] = in[i];
+  }
+  return i;
+}
+
+/// Writes `text` from its byte `i` on, escaped, at `out`, which has room for 6 bytes per byte
+/// left (the most one byte can become: \u00XX; U+FFFD's 3 bytes replace at least one); returns
+/// the end.
+char* write_escaped(char* out, std::string_view text, std::size_t i) {
+  static constexpr char hex[] = "0123456789abcdef";
+  const auto put = [&](std::string_view piece) {
+    std::memcpy(out, piece.data(), piece.size());
+    out += piece.size();
+  };
   while (i < text.size()) {
-    const unsigned char c = static_cast<unsigned char>(text[i]);
-    if (c >= 0x20 && c != '"' && c != '\\' && c < 0x80) {
-      ++i;
+    if (const auto plain = copy_plain(out, text.substr(i))) {
+      out += plain;
+      i += plain;
       continue;
     }
+    const unsigned char c = static_cast<unsigned char>(text[i]);
     if (c >= 0x80) {
       std::size_t bad = 0;
       if (const auto length = utf8_sequence(text, i, bad)) {
+        put(text.substr(i, length));
         i += length;
-        continue;
+      } else {
+        put(replacement);
+        i += bad;
       }
-      flush();
-      out.append(replacement);
-      i += bad;
-      plain = i;
       continue;
     }
-    flush();
     switch (c) {
-    case '"': out.append("\\\""); break;
-    case '\\': out.append("\\\\"); break;
-    case '\b': out.append("\\b"); break;
-    case '\f': out.append("\\f"); break;
-    case '\n': out.append("\\n"); break;
-    case '\r': out.append("\\r"); break;
-    case '\t': out.append("\\t"); break;
+    case '"': put("\\\""); break;
+    case '\\': put("\\\\"); break;
+    case '\b': put("\\b"); break;
+    case '\f': put("\\f"); break;
+    case '\n': put("\\n"); break;
+    case '\r': put("\\r"); break;
+    case '\t': put("\\t"); break;
     default:
-      out.append("\\u00");
-      out.push_back(hex[c >> 4]);
-      out.push_back(hex[c & 0xF]);
+      put("\\u00");
+      *out++ = hex[c >> 4];
+      *out++ = hex[c & 0xF];
     }
     ++i;
-    plain = i;
   }
-  flush();
-  out.push_back('"');
+  return out;
+}
+
+} // namespace
+
+void append_json_string(std::string& out, std::string_view text) {
+  const std::size_t start = out.size();
+  out.resize(start + 6 * text.size() + 2);
+  char* p = out.data() + start;
+  *p++ = '"';
+  p = write_escaped(p, text, 0);
+  *p++ = '"';
+  out.resize(static_cast<std::size_t>(p - out.data()));
+}
+
+void json_line::grow(std::size_t n) {
+  out_.resize(std::max(2 * out_.size(), used_ + n));
+}
+
+void json_line::string_(std::string_view text) {
+  // Room for the text as it is; only a text that needs escaping asks for the worst case.
+  ensure(text.size() + 2);
+  char* p = at();
+  *p++ = '"';
+  const auto plain = copy_plain(p, text);
+  p += plain;
+  if (plain < text.size()) {
+    used_ = static_cast<std::size_t>(p - out_.data());
+    ensure(6 * (text.size() - plain) + 1);
+    p = write_escaped(at(), text, plain);
+  }
+  *p++ = '"';
+  used_ = static_cast<std::size_t>(p - out_.data());
+}
+
+void json_line::escaped_key_(std::string_view key) {
+  ensure(1);
+  if (!first_)
+    out_[used_++] = ',';
+  first_ = false;
+  string_(key);
+  ensure(1);
+  out_[used_++] = ':';
+}
+
+json_line& json_line::unix_time(json_key key, std::int64_t unix_micros) {
+  constexpr std::int64_t million = 1000000;
+  const std::int64_t seconds = unix_micros / million, fraction = unix_micros % million;
+  // Below 2^32 s a double's step is under 1e-6 s: of the texts that read back as the double
+  // nearest to unix_micros / 1e6 (all within one step of each other) only one can have 6
+  // decimals or fewer, the quotient's own, so it is the shortest; with a fraction its fixed form
+  // is shorter than its exponent form. Elsewhere (0, whole seconds, negative, after 2106)
+  // std::to_chars decides.
+  if (seconds <= 0 || fraction == 0 || seconds >= (std::int64_t{1} << 32))
+    return field(key, static_cast<double>(unix_micros) / 1e6);
+  key_(key);
+  ensure(24);
+  char* p = std::to_chars(at(), at() + 12, seconds).ptr;
+  *p++ = '.';
+  auto digits = static_cast<std::uint32_t>(fraction);
+  for (int k = 5; k >= 0; --k) {
+    p[k] = static_cast<char>('0' + digits % 10);
+    digits /= 10;
+  }
+  p += 6;
+  while (p[-1] == '0') // the trailing zeros go (the fraction is not 0: a digit before them is not)
+    --p;
+  used_ = static_cast<std::size_t>(p - out_.data());
+  return *this;
 }
 
 } // namespace gather

@@ -6,7 +6,7 @@
 
 namespace {
 
-const char* one_route = R"({"routes": [{"path": "/p", "sections": [
+const char* one_route_config = R"({"routes": [{"path": "/p", "sections": [
   {"name": "a", "url": "http://127.0.0.1:1/a", "timeout_ms": 10, "fallback": 0}]}]})";
 
 gather::request_record record_for(gather::test::serving_fixture& f, std::size_t route) {
@@ -42,7 +42,7 @@ TEST_CASE("inflight_slot: taken up to the limit, given back once however it ends
 }
 
 TEST_CASE("request_record: finished once, counted once, its slot given back", "[unit][record]") {
-  gather::test::serving_fixture f{one_route};
+  gather::test::serving_fixture f{one_route_config};
   std::atomic<std::int64_t> inflight{0};
   auto record = record_for(f, 0);
   record.hold(gather::inflight_slot::try_take(inflight, 10));
@@ -64,7 +64,7 @@ TEST_CASE("request_record: finished once, counted once, its slot given back", "[
 }
 
 TEST_CASE("request_record: a request that matched no route is counted under no_route", "[unit][record]") {
-  gather::test::serving_fixture f{one_route};
+  gather::test::serving_fixture f{one_route_config};
   auto record = record_for(f, 1);
   CHECK(record.route() == 1);
   record.finish(404);
@@ -72,7 +72,7 @@ TEST_CASE("request_record: a request that matched no route is counted under no_r
 }
 
 TEST_CASE("request_record: dropped unfinished, it still gives its slot back", "[unit][record]") {
-  gather::test::serving_fixture f{one_route};
+  gather::test::serving_fixture f{one_route_config};
   std::atomic<std::int64_t> inflight{0};
   {
     auto record = record_for(f, 0);
@@ -85,7 +85,7 @@ TEST_CASE("request_record: dropped unfinished, it still gives its slot back", "[
 }
 
 TEST_CASE("request_record: an aggregate answer counts its sections too", "[unit][record]") {
-  gather::test::serving_fixture f{one_route};
+  gather::test::serving_fixture f{one_route_config};
   auto record = record_for(f, 0);
   gather::section_outcome outcome;
   outcome.status = gather::section_status::error;

@@ -25,9 +25,9 @@ const signing_key& ed() { static const signing_key k{key_kind::ed25519, "ed"}; r
 const signing_key& stranger() { static const signing_key k{key_kind::rsa, "stranger"}; return k; }
 
 /// A downstream that echoes who it was asked for: the path and the X-User-Id values it got.
-struct echo_downstream {
+struct auth_echo_downstream {
   test_server server;
-  echo_downstream() {
+  auth_echo_downstream() {
     server.get(R"(/.*)", [](const httplib::Request& req, httplib::Response& res) {
       json users = json::array();
       for (auto [it, end] = req.headers.equal_range("X-User-Id"); it != end; ++it)
@@ -50,7 +50,7 @@ json auth_route(const std::string& url, json jwt, json extra_route = json::objec
   return cfg;
 }
 
-long metric(running_gateway& gw, const std::string& series) {
+long auth_metric(running_gateway& gw, const std::string& series) {
   const auto scrape = gw.get("/metrics");
   REQUIRE(scrape);
   const auto at = scrape->body.find("\n" + series + " ");
@@ -60,7 +60,7 @@ long metric(running_gateway& gw, const std::string& series) {
 } // namespace
 
 TEST_CASE("auth: every refusal answers 401/403 with the right WWW-Authenticate and calls nothing", "[auth][e2e]") {
-  echo_downstream down;
+  auth_echo_downstream down;
   const auto jwks = temp_file(jwk_set_of({&rsa(), &p256(), &ed()}).dump());
   running_gateway gw{auth_route(down.server.base_url() + "/users/{claim.sub}",
                                 {{"jwks_file", jwks}, {"issuer", "https://id.test/"}, {"audience", "shop"},
@@ -82,7 +82,7 @@ TEST_CASE("auth: every refusal answers 401/403 with the right WWW-Authenticate a
       CHECK(r->status == 200);
     }
     CHECK(down.server.calls() == 5);
-    CHECK(metric(gw, R"(gather_auth_total{route="/me/{id}",result="ok"})") == 5);
+    CHECK(auth_metric(gw, R"(gather_auth_total{route="/me/{id}",result="ok"})") == 5);
   }
   SECTION("no token") {
     const auto r = gw.get("/me/1");
@@ -91,7 +91,7 @@ TEST_CASE("auth: every refusal answers 401/403 with the right WWW-Authenticate a
     CHECK(r->get_header_value("WWW-Authenticate") == "Bearer");
     CHECK(body_of(r)["error"] == "unauthorized");
     CHECK(body_of(r).contains("request_id"));
-    CHECK(metric(gw, R"(gather_auth_total{route="/me/{id}",result="missing"})") == 1);
+    CHECK(auth_metric(gw, R"(gather_auth_total{route="/me/{id}",result="missing"})") == 1);
   }
   SECTION("refused tokens, one body whatever the reason") {
     const std::vector<std::pair<std::string, std::string>> refused{
@@ -119,8 +119,8 @@ TEST_CASE("auth: every refusal answers 401/403 with the right WWW-Authenticate a
     }
     CHECK(bodies == std::set<std::string>{R"({"error":"unauthorized"})"});
     CHECK(down.server.calls() == 0);
-    CHECK(metric(gw, R"(gather_auth_total{route="/me/{id}",result="expired"})") == 1);
-    CHECK(metric(gw, R"(gather_auth_total{route="/me/{id}",result="invalid"})") == 8);
+    CHECK(auth_metric(gw, R"(gather_auth_total{route="/me/{id}",result="expired"})") == 1);
+    CHECK(auth_metric(gw, R"(gather_auth_total{route="/me/{id}",result="invalid"})") == 8);
   }
   SECTION("a valid token without what require asks: 403") {
     const auto r = gw.get("/me/1", bearer(rsa().sign(with({{"scope", "profile"}}), "RS256")));
@@ -128,13 +128,13 @@ TEST_CASE("auth: every refusal answers 401/403 with the right WWW-Authenticate a
     CHECK(r->status == 403);
     CHECK(body_of(r)["error"] == "forbidden");
     CHECK(down.server.calls() == 0);
-    CHECK(metric(gw, R"(gather_auth_total{route="/me/{id}",result="forbidden"})") == 1);
+    CHECK(auth_metric(gw, R"(gather_auth_total{route="/me/{id}",result="forbidden"})") == 1);
   }
   std::remove(jwks.c_str());
 }
 
 TEST_CASE("auth: claims in the URL are percent-encoded, forwarded claims replace spoofed headers", "[auth][e2e]") {
-  echo_downstream down;
+  auth_echo_downstream down;
   const auto jwks = temp_file(jwk_set_of({&ed()}).dump());
   running_gateway gw{auth_route(down.server.base_url() + "/users/{claim.sub}?org={claim.org}",
                                 {{"jwks_file", jwks}, {"forward_claims", {{"sub", "X-User-Id"}}}}, json::object(),
@@ -152,7 +152,7 @@ TEST_CASE("auth: claims in the URL are percent-encoded, forwarded claims replace
 }
 
 TEST_CASE("auth: two users through one cached section each get their own data", "[auth][e2e]") {
-  echo_downstream down;
+  auth_echo_downstream down;
   const auto jwks = temp_file(jwk_set_of({&p256()}).dump());
   // The URL names no claim: only the forwarded claim tells the downstream who asks.
   running_gateway gw{auth_route(down.server.base_url() + "/profile",
@@ -169,7 +169,7 @@ TEST_CASE("auth: two users through one cached section each get their own data", 
 }
 
 TEST_CASE("auth: a JWKS URL rotates without a restart, and one that never answered gives 503", "[auth][e2e]") {
-  echo_downstream down;
+  auth_echo_downstream down;
   std::mutex mutex;
   json served = jwk_set_of({&rsa()});
   test_server idp;
@@ -213,7 +213,7 @@ TEST_CASE("auth: a JWKS URL rotates without a restart, and one that never answer
 }
 
 TEST_CASE("rate limit: a burst, then 429 with Retry-After and no downstream call, and a bucket per key", "[ratelimit][e2e]") {
-  echo_downstream down;
+  auth_echo_downstream down;
   json cfg = route_config_json("/r", {section("s", down.server.base_url() + "/s", 2000, {{"required", true}})}, 3000);
   cfg["routes"][0]["rate_limit"] = {{"per", "header:X-Api-Key"}, {"rate_per_s", 0.2}, {"burst", 3}};
   running_gateway gw{cfg};
@@ -231,11 +231,11 @@ TEST_CASE("rate limit: a burst, then 429 with Retry-After and no downstream call
   CHECK(gw.get("/r", b)->status == 200); // another key, another bucket
   CHECK(gw.get("/r")->status == 200);    // no key: the shared bucket
   CHECK(down.server.calls() == 5);
-  CHECK(metric(gw, R"(gather_rate_limited_total{route="/r"})") == 1);
+  CHECK(auth_metric(gw, R"(gather_rate_limited_total{route="/r"})") == 1);
 }
 
 TEST_CASE("rate limit: 20,000 distinct keys against max_keys 1000 keep the gateway's memory flat", "[system][ratelimit][e2e]") {
-  echo_downstream down;
+  auth_echo_downstream down;
   json cfg = route_config_json("/r", {section("s", down.server.base_url() + "/s", 2000, {{"required", true}})}, 3000,
                                {{"io_threads", 1}});
   cfg["routes"][0]["rate_limit"] = {{"per", "header:X-Api-Key"}, {"rate_per_s", 1}, {"burst", 1}, {"max_keys", 1000}};

@@ -48,7 +48,7 @@ void write_atomically(const std::string& path, const std::string& text) {
 }
 
 /// The value of one sample (`name{labels}`) in a scrape; -1 when absent.
-long sample(const std::string& scrape, const std::string& series) {
+long series_value(const std::string& scrape, const std::string& series) {
   const auto at = scrape.find("\n" + series + " ");
   if (at == std::string::npos)
     return -1;
@@ -63,8 +63,8 @@ reload_counts reloads(httplib::Client& client) {
   auto r = client.Get("/metrics");
   if (!r || r->status != 200)
     return {};
-  return {sample(r->body, R"(gather_config_reloads_total{result="ok"})"),
-          sample(r->body, R"(gather_config_reloads_total{result="invalid"})")};
+  return {series_value(r->body, R"(gather_config_reloads_total{result="ok"})"),
+          series_value(r->body, R"(gather_config_reloads_total{result="invalid"})")};
 }
 
 /// Polls /metrics until the reload counters read `ok` and `invalid`.
@@ -232,9 +232,9 @@ TEST_CASE("reload: 20 SIGHUPs under steady keep-alive load, every request answer
   // The route's series lived through every reload: nothing was reset, every answer is counted.
   const auto scrape = probe.Get("/metrics");
   REQUIRE(scrape);
-  CHECK(sample(scrape->body, R"(gather_requests_total{route="/p",code="200"})") ==
+  CHECK(series_value(scrape->body, R"(gather_requests_total{route="/p",code="200"})") ==
         answered.load() + probes_ok);
-  CHECK(sample(scrape->body, R"(gather_request_errors_total{route="/p"})") == 0);
+  CHECK(series_value(scrape->body, R"(gather_request_errors_total{route="/p"})") == 0);
   gw.signal(SIGTERM);
   CHECK(gw.wait_exit() == 0);
 }
@@ -291,10 +291,10 @@ TEST_CASE("reload: a request in flight finishes on the configuration it began on
   // A removed route keeps its series (with the counts it had); a kept route keeps counting.
   const auto scrape = c.Get("/metrics");
   REQUIRE(scrape);
-  CHECK(sample(scrape->body, R"(gather_section_total{route="/only-a",section="x",status="ok",source="live"})") == 1);
-  CHECK(sample(scrape->body, R"(gather_section_total{route="/slow",section="s",status="ok",source="live"})") == 2);
-  CHECK(sample(scrape->body, R"(gather_section_total{route="/slow",section="t",status="ok",source="live"})") == 2);
-  CHECK(sample(scrape->body, R"(gather_section_total{route="/only-b",section="x",status="ok",source="live"})") == 1);
+  CHECK(series_value(scrape->body, R"(gather_section_total{route="/only-a",section="x",status="ok",source="live"})") == 1);
+  CHECK(series_value(scrape->body, R"(gather_section_total{route="/slow",section="s",status="ok",source="live"})") == 2);
+  CHECK(series_value(scrape->body, R"(gather_section_total{route="/slow",section="t",status="ok",source="live"})") == 2);
+  CHECK(series_value(scrape->body, R"(gather_section_total{route="/only-b",section="x",status="ok",source="live"})") == 1);
   gw.signal(SIGTERM);
   CHECK(gw.wait_exit() == 0);
 }

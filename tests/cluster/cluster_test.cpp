@@ -38,7 +38,7 @@ struct node_process {
 };
 
 /// Routes: /ok (fast downstream), /hang (a downstream that never answers).
-json cluster_config(const std::vector<std::string>& nodes, bool local, const std::string& ok_url,
+json cluster_gateway_config(const std::vector<std::string>& nodes, bool local, const std::string& ok_url,
                     const std::string& hang_url, json hang_extra = json::object()) {
   json hang = {{"name", "h"}, {"url", hang_url}, {"timeout_ms", 3000}, {"fallback", "F"}};
   for (auto& [k, v] : hang_extra.items())
@@ -83,7 +83,7 @@ TEST_CASE("cluster: work spreads over the nodes, and a killed node fails its wor
   down.get("/ok", [](const httplib::Request&, httplib::Response& res) { answer_ok(res); });
   down.start();
   node_process a, b;
-  running_gateway gw{cluster_config({a.address(), b.address()}, false, down.base_url() + "/ok", hung.base_url() + "/x")};
+  running_gateway gw{cluster_gateway_config({a.address(), b.address()}, false, down.base_url() + "/ok", hung.base_url() + "/x")};
   REQUIRE(eventually([&] { return all_up(gw); }, milliseconds{10000}));
 
   for (int i = 0; i < 10; ++i)
@@ -146,7 +146,7 @@ TEST_CASE("cluster: a section whose node dies is retried elsewhere when its poli
   down.get("/ok", [](const httplib::Request&, httplib::Response& res) { answer_ok(res); });
   down.start();
   node_process a, b;
-  running_gateway gw{cluster_config({a.address(), b.address()}, false, down.base_url() + "/ok",
+  running_gateway gw{cluster_gateway_config({a.address(), b.address()}, false, down.base_url() + "/ok",
                                     down.base_url() + "/first-hangs",
                                     {{"retry", {{"attempts", 2}, {"backoff_ms", 10}}}})};
   REQUIRE(eventually([&] { return all_up(gw); }, milliseconds{10000}));
@@ -179,7 +179,7 @@ TEST_CASE("cluster: a gateway started before its node serves locally, then uses 
     port = probe.port();
   }
   const std::string address = "127.0.0.1:" + std::to_string(port);
-  running_gateway gw{cluster_config({address}, false, down.base_url() + "/ok", down.base_url() + "/ok")};
+  running_gateway gw{cluster_gateway_config({address}, false, down.base_url() + "/ok", down.base_url() + "/ok")};
   for (int i = 0; i < 3; ++i)
     CHECK(gw.get("/ok")->status == 200); // no node up: this process does the work
   CHECK(work_of(gw, address) == 0);
@@ -210,7 +210,7 @@ TEST_CASE("cluster: a node of another protocol version is refused with a clear l
   auto peer = system.spawn(wrong_version_node, std::int32_t{999});
   auto port = system.middleman().publish(peer, 0, "127.0.0.1");
   REQUIRE(port);
-  json config = cluster_config({"127.0.0.1:" + std::to_string(*port)}, true, "http://127.0.0.1:1/", "http://127.0.0.1:1/");
+  json config = cluster_gateway_config({"127.0.0.1:" + std::to_string(*port)}, true, "http://127.0.0.1:1/", "http://127.0.0.1:1/");
   child_process gw{binary, {"serve", "--config", temp_file(config.dump())}};
   REQUIRE(gw.wait_for_line("listening on"));
   CHECK(gw.wait_for_stderr("refused: protocol version 999"));

@@ -41,7 +41,7 @@ struct node_child {
   std::string address;
 };
 
-json one_route(const std::string& path, const std::string& url, json cluster, json extra = json::object()) {
+json trusted_route_config(const std::string& path, const std::string& url, json cluster, json extra = json::object()) {
   json s = {{"name", "s"}, {"url", url}, {"timeout_ms", 1000}, {"required", true}};
   for (auto& [k, v] : extra.items())
     s[k] = v;
@@ -121,14 +121,14 @@ TEST_CASE("cluster trust: work for an origin the node was not given ends error, 
   forbidden.start();
   node_child node{{"--allow", allowed.base_url()}};
   auto cluster = json{{"nodes", {node.address}}, {"local", false}};
-  running_gateway ok_gw{one_route("/r", allowed.base_url() + "/x", cluster)};
+  running_gateway ok_gw{trusted_route_config("/r", allowed.base_url() + "/x", cluster)};
   REQUIRE(eventually([&] { return node_up(ok_gw); }, milliseconds{10000}));
   auto fine = ok_gw.get("/r");
   REQUIRE(fine);
   CHECK(fine->status == 200);
   CHECK(allowed.calls() == 1);
 
-  running_gateway bad_gw{one_route("/r", forbidden.base_url() + "/x", cluster,
+  running_gateway bad_gw{trusted_route_config("/r", forbidden.base_url() + "/x", cluster,
                                    {{"retry", {{"attempts", 3}, {"backoff_ms", 10}}}})};
   REQUIRE(eventually([&] { return node_up(bad_gw); }, milliseconds{10000}));
   const auto started = std::chrono::steady_clock::now();
@@ -153,7 +153,7 @@ TEST_CASE("cluster trust: mutual TLS, a peer of another CA or plain TCP is refus
   auto flags = certs.node_flags();
   flags.insert(flags.end(), {"--allow", down.base_url()});
   node_child node{flags};
-  running_gateway good{one_route("/r", down.base_url() + "/x",
+  running_gateway good{trusted_route_config("/r", down.base_url() + "/x",
                                  {{"nodes", {node.address}}, {"local", false},
                                   {"tls", certs.tls("gateway", "cluster-ca")}})};
   REQUIRE(eventually([&] { return node_up(good); }, milliseconds{10000}));
@@ -161,7 +161,7 @@ TEST_CASE("cluster trust: mutual TLS, a peer of another CA or plain TCP is refus
   CHECK(node_work(good) == 1);
 
   // A gateway whose certificate another CA signed (it trusts the right CA: the node refuses it).
-  json rogue_cfg = one_route("/r", down.base_url() + "/x",
+  json rogue_cfg = trusted_route_config("/r", down.base_url() + "/x",
                              {{"nodes", {node.address}}, {"local", false},
                               {"tls", certs.tls("rogue", "cluster-ca")}});
   child_process rogue{binary, {"serve", "--config", temp_file(rogue_cfg.dump())}};
@@ -169,7 +169,7 @@ TEST_CASE("cluster trust: mutual TLS, a peer of another CA or plain TCP is refus
   CHECK(node.child.wait_for_stderr("certificate verify failed"));
   CHECK(rogue.wait_for_stderr("TLS handshake failed"));
   // A gateway speaking plain BASP.
-  json plain_cfg = one_route("/r", down.base_url() + "/x", {{"nodes", {node.address}}, {"local", false}});
+  json plain_cfg = trusted_route_config("/r", down.base_url() + "/x", {{"nodes", {node.address}}, {"local", false}});
   child_process plain{binary, {"serve", "--config", temp_file(plain_cfg.dump())}};
   REQUIRE(plain.wait_for_line("listening on"));
   CHECK(node.child.wait_for_stderr("wrong version number"));
@@ -189,7 +189,7 @@ TEST_CASE("cluster trust: mutual TLS, a peer of another CA or plain TCP is refus
 TEST_CASE("cluster trust: gather check reports cluster.tls files by JSON path", "[cluster][trust][tls]") {
   pki certs;
   auto checked_with = [&](const std::string& key, const std::string& ca) {
-    json cfg = one_route("/r", "http://127.0.0.1:9/x",
+    json cfg = trusted_route_config("/r", "http://127.0.0.1:9/x",
                          {{"nodes", {"127.0.0.1:4242"}},
                           {"tls", {{"cert_file", certs("node.pem")}, {"key_file", certs(key)},
                                    {"ca_file", certs(ca)}}}});
@@ -257,7 +257,7 @@ TEST_CASE("cluster trust: nodes behind a SYN black hole cost no thread and delay
     for (std::size_t i = 0; i < dead; ++i)
       nodes.push_back(holes[i]->address());
     nodes.push_back(node.address);
-    return one_route("/r", down.base_url() + "/x",
+    return trusted_route_config("/r", down.base_url() + "/x",
                      {{"nodes", nodes}, {"local", false}, {"connect_timeout_ms", 60000}});
   };
   // Threads of a gateway with one dead node, then with six: the links are no threads.
@@ -291,7 +291,7 @@ TEST_CASE("cluster trust: nodes behind a SYN black hole cost no thread and delay
 TEST_CASE("cluster trust: a connect that a SYN black hole swallows gives up after connect_timeout_ms "
           "and says so", "[cluster][trust][blackhole]") {
   syn_black_hole hole;
-  json cfg = one_route("/r", "http://127.0.0.1:9/x",
+  json cfg = trusted_route_config("/r", "http://127.0.0.1:9/x",
                        {{"nodes", {hole.address()}}, {"connect_timeout_ms", 200}});
   child_process gw{binary, {"serve", "--config", temp_file(cfg.dump())}};
   REQUIRE(gw.wait_for_line("listening on"));
@@ -304,7 +304,7 @@ TEST_CASE("cluster trust: a connect that a SYN black hole swallows gives up afte
 
 TEST_CASE("cluster trust: cluster.tls and connect_timeout_ms are checked by JSON path", "[cluster][trust][config]") {
   const auto problems_of = [](json cluster) {
-    json cfg = one_route("/r", "http://127.0.0.1:9/x", std::move(cluster));
+    json cfg = trusted_route_config("/r", "http://127.0.0.1:9/x", std::move(cluster));
     return gather::load_config(cfg.dump()).problems;
   };
   auto has = [](const std::vector<std::string>& problems, const std::string& text) {

@@ -26,9 +26,9 @@ json route_with(json extra, std::string url = "http://127.0.0.1:9001/x") {
 
 const json jwt_file = {{"jwt", {{"jwks_file", "/etc/gather/jwks.json"}}}};
 
-std::vector<std::string> problems(const json& cfg) { return load_config(cfg.dump()).problems; }
+std::vector<std::string> auth_problems(const json& cfg) { return load_config(cfg.dump()).problems; }
 
-bool has(const std::vector<std::string>& all, const std::string& text) {
+bool has_auth_problem(const std::vector<std::string>& all, const std::string& text) {
   const bool found = std::any_of(all.begin(), all.end(), [&](const std::string& p) { return p == text; });
   if (!found)
     for (const auto& p : all)
@@ -98,37 +98,37 @@ TEST_CASE("rate_limit is read", "[unit][config][ratelimit]") {
 }
 
 TEST_CASE("auth and rate_limit mistakes are reported by JSON path", "[unit][config][auth][ratelimit]") {
-  CHECK(has(problems(route_with({{"auth", {{"jwt", json::object()}}}})),
+  CHECK(has_auth_problem(auth_problems(route_with({{"auth", {{"jwt", json::object()}}}})),
             "routes[0].auth.jwt: needs \"jwks_file\" or \"jwks_url\""));
-  CHECK(has(problems(route_with({{"auth", {{"jwt", {{"jwks_file", "/a"}, {"jwks_url", "http://h/j"}}}}}})),
+  CHECK(has_auth_problem(auth_problems(route_with({{"auth", {{"jwt", {{"jwks_file", "/a"}, {"jwks_url", "http://h/j"}}}}}})),
             "routes[0].auth.jwt: has both \"jwks_file\" and \"jwks_url\" (one or the other)"));
-  CHECK(has(problems(route_with({{"auth", {{"jwt", {{"jwks_url", "ftp://h/j"}}}}}})),
+  CHECK(has_auth_problem(auth_problems(route_with({{"auth", {{"jwt", {{"jwks_url", "ftp://h/j"}}}}}})),
             "routes[0].auth.jwt.jwks_url: must start with http:// or https://"));
-  CHECK(has(problems(route_with({{"auth", {{"jwt", {{"jwks_file", "/a"}, {"jwks_refresh_s", 60}}}}}})),
+  CHECK(has_auth_problem(auth_problems(route_with({{"auth", {{"jwt", {{"jwks_file", "/a"}, {"jwks_refresh_s", 60}}}}}})),
             "routes[0].auth.jwt.jwks_refresh_s: only with \"jwks_url\" (a jwks_file is read at start and on reload)"));
-  CHECK(has(problems(route_with({{"auth", {{"jwt", {{"jwks_file", "/a"}, {"leeway_s", -1}}}}}})),
+  CHECK(has_auth_problem(auth_problems(route_with({{"auth", {{"jwt", {{"jwks_file", "/a"}, {"leeway_s", -1}}}}}})),
             "routes[0].auth.jwt.leeway_s: must be an integer from 0 to 3600"));
-  CHECK(has(problems(route_with({{"auth", {{"jwt", {{"jwks_file", "/a"}, {"hs256_secret", "x"}}}}}})),
+  CHECK(has_auth_problem(auth_problems(route_with({{"auth", {{"jwt", {{"jwks_file", "/a"}, {"hs256_secret", "x"}}}}}})),
             "routes[0].auth.jwt.hs256_secret: unknown key"));
-  CHECK(has(problems(route_with({{"auth", {{"jwt", {{"jwks_file", "/a"}, {"require", {{"scope", json::array()}}}}}}}})),
+  CHECK(has_auth_problem(auth_problems(route_with({{"auth", {{"jwt", {{"jwks_file", "/a"}, {"require", {{"scope", json::array()}}}}}}}})),
             "routes[0].auth.jwt.require.scope: must be a non-empty string, an integer or a boolean"));
-  CHECK(has(problems(route_with({{"auth", {{"jwt", {{"jwks_file", "/a"}, {"forward_claims", {{"sub", "Host"}}}}}}}})),
+  CHECK(has_auth_problem(auth_problems(route_with({{"auth", {{"jwt", {{"jwks_file", "/a"}, {"forward_claims", {{"sub", "Host"}}}}}}}})),
             "routes[0].auth.jwt.forward_claims.sub: \"host\" is a header the gateway sets or never forwards"));
-  CHECK(has(problems(route_with({{"auth", {{"jwt", {{"jwks_file", "/a"}, {"forward_claims", {{"sub", "x y"}}}}}}}})),
+  CHECK(has_auth_problem(auth_problems(route_with({{"auth", {{"jwt", {{"jwks_file", "/a"}, {"forward_claims", {{"sub", "x y"}}}}}}}})),
             "routes[0].auth.jwt.forward_claims.sub: must be a header name (letters, digits and !#$%&'*+-.^_`|~)"));
-  CHECK(has(problems(route_with({}, "http://127.0.0.1:9001/u/{claim.sub}")),
+  CHECK(has_auth_problem(auth_problems(route_with({}, "http://127.0.0.1:9001/u/{claim.sub}")),
             "routes[0].sections[0].url: {claim.sub}: {claim.NAME} needs \"auth\" on the route (no token, no claims)"));
-  CHECK(has(problems(route_with({{"rate_limit", {{"per", "claim:sub"}, {"rate_per_s", 1}}}})),
+  CHECK(has_auth_problem(auth_problems(route_with({{"rate_limit", {{"per", "claim:sub"}, {"rate_per_s", 1}}}})),
             "routes[0].rate_limit.per: claim: needs \"auth\" on the route (no token, no claims)"));
-  CHECK(has(problems(route_with({{"rate_limit", {{"per", "cookie"}, {"rate_per_s", 1}}}})),
+  CHECK(has_auth_problem(auth_problems(route_with({{"rate_limit", {{"per", "cookie"}, {"rate_per_s", 1}}}})),
             "routes[0].rate_limit.per: must be \"ip\", \"route\", \"header:NAME\" or \"claim:NAME\""));
-  CHECK(has(problems(route_with({{"rate_limit", {{"per", "ip"}, {"rate_per_s", 0}}}})),
+  CHECK(has_auth_problem(auth_problems(route_with({{"rate_limit", {{"per", "ip"}, {"rate_per_s", 0}}}})),
             "routes[0].rate_limit.rate_per_s: must be a number above 0 and at most 1000000"));
-  CHECK(has(problems(route_with({{"rate_limit", {{"per", "ip"}}}})),
+  CHECK(has_auth_problem(auth_problems(route_with({{"rate_limit", {{"per", "ip"}}}})),
             "routes[0].rate_limit.rate_per_s: is required (a number above 0 and at most 1000000)"));
-  CHECK(has(problems(route_with({{"rate_limit", {{"per", "ip"}, {"rate_per_s", 1}, {"burst", 0}}}})),
+  CHECK(has_auth_problem(auth_problems(route_with({{"rate_limit", {{"per", "ip"}, {"rate_per_s", 1}, {"burst", 0}}}})),
             "routes[0].rate_limit.burst: must be an integer from 1 to 1000000"));
-  CHECK(has(problems(route_with({{"rate_limit", {{"per", "ip"}, {"rate_per_s", 1}, {"max_keys", 0}}}})),
+  CHECK(has_auth_problem(auth_problems(route_with({{"rate_limit", {{"per", "ip"}, {"rate_per_s", 1}, {"max_keys", 0}}}})),
             "routes[0].rate_limit.max_keys: must be an integer from 1 to 10000000"));
 }
 

@@ -9,7 +9,7 @@ using nlohmann::json;
 
 namespace {
 
-json with(const std::string& key, json value) {
+json config_with(const std::string& key, json value) {
   json cfg = {{"routes",
                {{{"path", "/p"},
                  {"sections", {{{"name", "a"}, {"url", "http://127.0.0.1:1/a"}, {"timeout_ms", 100}, {"required", true}}}}}}}};
@@ -17,13 +17,13 @@ json with(const std::string& key, json value) {
   return cfg;
 }
 
-std::vector<std::string> problems_of(const json& cfg) { return gather::load_config(cfg.dump()).problems; }
+std::vector<std::string> browser_problems(const json& cfg) { return gather::load_config(cfg.dump()).problems; }
 
 } // namespace
 
 TEST_CASE("cors config: origins, headers, defaults", "[unit][cors][config]") {
   auto loaded = gather::load_config(
-      with("cors", {{"allow_origins", {"https://Shop.Example.com", "http://127.0.0.1:3000", "http://[::1]:8080"}},
+      config_with("cors", {{"allow_origins", {"https://Shop.Example.com", "http://127.0.0.1:3000", "http://[::1]:8080"}},
                     {"allow_headers", {"Authorization", "x-tenant", "AUTHORIZATION"}},
                     {"expose_headers", {"X-Request-Id"}}})
           .dump());
@@ -38,20 +38,20 @@ TEST_CASE("cors config: origins, headers, defaults", "[unit][cors][config]") {
   CHECK(cors.max_age_s == 600);
   CHECK_FALSE(cors.allow_credentials);
 
-  auto any = gather::load_config(with("cors", {{"allow_origins", {"*"}}}).dump());
+  auto any = gather::load_config(config_with("cors", {{"allow_origins", {"*"}}}).dump());
   REQUIRE(any.value);
   CHECK(any.value->cors->any_origin);
-  CHECK_FALSE(gather::load_config(with("listen", "127.0.0.1:0").dump()).value->cors);
+  CHECK_FALSE(gather::load_config(config_with("listen", "127.0.0.1:0").dump()).value->cors);
 }
 
 TEST_CASE("cors config: problems by JSON path", "[unit][cors][config]") {
-  CHECK(problems_of(with("cors", {{"allow_origins", {"*"}}, {"allow_credentials", true}})) ==
+  CHECK(browser_problems(config_with("cors", {{"allow_origins", {"*"}}, {"allow_credentials", true}})) ==
         std::vector<std::string>{"cors.allow_credentials: must be false when allow_origins is [\"*\"] "
                                  "(list the origins to allow credentials)"});
-  CHECK(problems_of(with("cors", json::object())) ==
+  CHECK(browser_problems(config_with("cors", json::object())) ==
         std::vector<std::string>{"cors.allow_origins: is required (a non-empty array of origins like "
                                  "\"https://shop.example.com\" (scheme://host[:port], no path), or [\"*\"] for any origin)"});
-  const auto bad = problems_of(with("cors", {{"allow_origins", {"https://a.example/", "*", "a.example", 3,
+  const auto bad = browser_problems(config_with("cors", {{"allow_origins", {"https://a.example/", "*", "a.example", 3,
                                                                 "https://a.example:0", "https://a.example:70000"}},
                                              {"allow_headers", {"x-ok", "*", "bad header"}},
                                              {"max_age_s", 86401},
@@ -67,23 +67,23 @@ TEST_CASE("cors config: problems by JSON path", "[unit][cors][config]") {
                    "cors.allow_headers[1]: must be a header name (letters, digits and !#$%&'+-.^_`|~; no wildcard)",
                    "cors.allow_headers[2]: must be a header name (letters, digits and !#$%&'+-.^_`|~; no wildcard)",
                    "cors.max_age_s: must be an integer from 0 to 86400"});
-  CHECK(problems_of(with("cors", "yes")) == std::vector<std::string>{"cors: must be an object"});
+  CHECK(browser_problems(config_with("cors", "yes")) == std::vector<std::string>{"cors: must be an object"});
 }
 
 TEST_CASE("compression config: defaults, order, problems by JSON path", "[unit][compression][config]") {
-  auto loaded = gather::load_config(with("compression", json::object()).dump());
+  auto loaded = gather::load_config(config_with("compression", json::object()).dump());
   REQUIRE(loaded.value);
   REQUIRE(loaded.value->compression);
   CHECK(loaded.value->compression->min_bytes == 1024);
   CHECK(loaded.value->compression->encodings ==
         std::vector<gather::content_coding>{gather::content_coding::br, gather::content_coding::gzip});
   auto gzip_first = gather::load_config(
-      with("compression", {{"encodings", {"gzip", "br"}}, {"min_bytes", 0}, {"gzip_level", 9}, {"br_quality", 11}}).dump());
+      config_with("compression", {{"encodings", {"gzip", "br"}}, {"min_bytes", 0}, {"gzip_level", 9}, {"br_quality", 11}}).dump());
   REQUIRE(gzip_first.value);
   CHECK(gzip_first.value->compression->encodings.front() == gather::content_coding::gzip);
   CHECK(gzip_first.value->compression->min_bytes == 0);
 
-  CHECK(problems_of(with("compression", {{"encodings", {"gzip", "deflate", "gzip"}}, {"min_bytes", -1},
+  CHECK(browser_problems(config_with("compression", {{"encodings", {"gzip", "deflate", "gzip"}}, {"min_bytes", -1},
                                          {"gzip_level", 0}, {"br_quality", 12}, {"level", 3}})) ==
         std::vector<std::string>{"compression.level: unknown key",
                                  "compression.min_bytes: must be an integer from 0 to 1073741824",
@@ -91,6 +91,6 @@ TEST_CASE("compression config: defaults, order, problems by JSON path", "[unit][
                                  "compression.encodings[2]: \"gzip\" is listed twice",
                                  "compression.gzip_level: must be an integer from 1 to 9",
                                  "compression.br_quality: must be an integer from 0 to 11"});
-  CHECK(problems_of(with("compression", {{"encodings", json::array()}})) ==
+  CHECK(browser_problems(config_with("compression", {{"encodings", json::array()}})) ==
         std::vector<std::string>{"compression.encodings: must be a non-empty array of \"br\" and \"gzip\", in order of preference"});
 }

@@ -25,11 +25,11 @@ json with_section(json extra, json top = json::object()) {
   return cfg;
 }
 
-std::vector<std::string> problems(const json& cfg) {
+std::vector<std::string> resilience_problems(const json& cfg) {
   return load_config(cfg.dump()).problems;
 }
 
-bool has(const std::vector<std::string>& all, const std::string& text) {
+bool has_resilience_problem(const std::vector<std::string>& all, const std::string& text) {
   return std::any_of(all.begin(), all.end(), [&](const std::string& p) { return p == text; });
 }
 
@@ -78,43 +78,43 @@ TEST_CASE("resilience keys are read", "[unit][config][resilience]") {
 
 TEST_CASE("every resilience mistake is one problem under its path", "[unit][config][resilience]") {
   const std::string s = "routes[0].sections[0]";
-  CHECK(has(problems(with_section({{"hedge", {{"after_ms", 10}, {"percentile", 90}}}})),
+  CHECK(has_resilience_problem(resilience_problems(with_section({{"hedge", {{"after_ms", 10}, {"percentile", 90}}}})),
             s + ".hedge: must have exactly one of \"after_ms\" (a fixed delay) and \"percentile\" "
                 "(the section's measured latency)"));
-  CHECK(has(problems(with_section({{"hedge", json::object()}})),
+  CHECK(has_resilience_problem(resilience_problems(with_section({{"hedge", json::object()}})),
             s + ".hedge: must have exactly one of \"after_ms\" (a fixed delay) and \"percentile\" "
                 "(the section's measured latency)"));
-  CHECK(has(problems(with_section({{"hedge", {{"percentile", 49}}}})),
+  CHECK(has_resilience_problem(resilience_problems(with_section({{"hedge", {{"percentile", 49}}}})),
             s + ".hedge.percentile: must be a number from 50 to 99.9"));
-  CHECK(has(problems(with_section({{"hedge", {{"percentile", 99.95}}}})),
+  CHECK(has_resilience_problem(resilience_problems(with_section({{"hedge", {{"percentile", 99.95}}}})),
             s + ".hedge.percentile: must be a number from 50 to 99.9"));
-  CHECK(has(problems(with_section({{"hedge", {{"after_ms", 0}}}})),
+  CHECK(has_resilience_problem(resilience_problems(with_section({{"hedge", {{"after_ms", 0}}}})),
             s + ".hedge.after_ms: must be an integer from 1 to 600000"));
-  CHECK(has(problems(with_section({{"hedge", {{"after_ms", 5}, {"max", 4}}}})),
+  CHECK(has_resilience_problem(resilience_problems(with_section({{"hedge", {{"after_ms", 5}, {"max", 4}}}})),
             s + ".hedge.max: must be an integer from 1 to 3"));
-  CHECK(has(problems(with_section({{"hedge", {{"after_ms", 5}, {"min_ms", 4}}}})),
+  CHECK(has_resilience_problem(resilience_problems(with_section({{"hedge", {{"after_ms", 5}, {"min_ms", 4}}}})),
             s + ".hedge.min_ms: only goes with \"percentile\""));
-  CHECK(has(problems(with_section({{"hedge", {{"after_ms", 5}, {"delay", 4}}}})),
+  CHECK(has_resilience_problem(resilience_problems(with_section({{"hedge", {{"after_ms", 5}, {"delay", 4}}}})),
             s + ".hedge.delay: unknown key"));
-  CHECK(has(problems(with_section({{"hedge", 5}})), s + ".hedge: must be an object"));
-  CHECK(has(problems(with_section({{"max_concurrent", 0}})),
+  CHECK(has_resilience_problem(resilience_problems(with_section({{"hedge", 5}})), s + ".hedge: must be an object"));
+  CHECK(has_resilience_problem(resilience_problems(with_section({{"max_concurrent", 0}})),
             s + ".max_concurrent: must be an integer from 1 to 1000000"));
-  CHECK(has(problems(with_section({{"circuit", {{"min_calls", 5}}}})),
+  CHECK(has_resilience_problem(resilience_problems(with_section({{"circuit", {{"min_calls", 5}}}})),
             s + ".circuit.failure_ratio: is required (a number greater than 0 and at most 1)"));
-  CHECK(has(problems(with_section({{"circuit", {{"failure_ratio", 0}}}})),
+  CHECK(has_resilience_problem(resilience_problems(with_section({{"circuit", {{"failure_ratio", 0}}}})),
             s + ".circuit.failure_ratio: must be a number greater than 0 and at most 1"));
-  CHECK(has(problems(with_section({{"circuit", {{"failure_ratio", 1.5}}}})),
+  CHECK(has_resilience_problem(resilience_problems(with_section({{"circuit", {{"failure_ratio", 1.5}}}})),
             s + ".circuit.failure_ratio: must be a number greater than 0 and at most 1"));
-  CHECK(has(problems(with_section({{"circuit", {{"failure_ratio", 0.5}, {"window_ms", 10}}}})),
+  CHECK(has_resilience_problem(resilience_problems(with_section({{"circuit", {{"failure_ratio", 0.5}, {"window_ms", 10}}}})),
             s + ".circuit.window_ms: must be an integer from 100 to 3600000"));
-  CHECK(has(problems(with_section({{"circuit", {{"failure_ratio", 0.5}, {"open_ms", 0}}}})),
+  CHECK(has_resilience_problem(resilience_problems(with_section({{"circuit", {{"failure_ratio", 0.5}, {"open_ms", 0}}}})),
             s + ".circuit.open_ms: must be an integer from 1 to 3600000"));
-  CHECK(has(problems(with_section({}, {{"retry_budget", {{"ratio", -1}}}})),
+  CHECK(has_resilience_problem(resilience_problems(with_section({}, {{"retry_budget", {{"ratio", -1}}}})),
             "retry_budget.ratio: must be a number from 0 to 10"));
-  CHECK(has(problems(with_section({}, {{"retry_budget", {{"per_s", 1}}}})),
+  CHECK(has_resilience_problem(resilience_problems(with_section({}, {{"retry_budget", {{"per_s", 1}}}})),
             "retry_budget.per_s: unknown key"));
-  CHECK(has(problems(with_section({}, {{"deadline_header", "X Timeout"}})),
+  CHECK(has_resilience_problem(resilience_problems(with_section({}, {{"deadline_header", "X Timeout"}})),
             "deadline_header: must be a header name (letters, digits and !#$%&'*+-.^_`|~), or \"\" for none"));
-  CHECK(has(problems(with_section({}, {{"deadline_header", 5}})),
+  CHECK(has_resilience_problem(resilience_problems(with_section({}, {{"deadline_header", 5}})),
             "deadline_header: must be a string: a header name (letters, digits and !#$%&'*+-.^_`|~), or \"\" for none"));
 }

@@ -42,7 +42,7 @@ transfer_request request_for(const std::string& url, std::chrono::milliseconds t
 }
 
 // Submits and waits for the completion; fails the test if it does not come within 10 s.
-transfer_result fetch(downstream_client& client, transfer_request request) {
+transfer_result fetch_request(downstream_client& client, transfer_request request) {
   auto promise = std::make_shared<std::promise<transfer_result>>();
   auto future = promise->get_future();
   client.submit(std::move(request), [promise](transfer_result&& r) { promise->set_value(std::move(r)); });
@@ -68,7 +68,7 @@ int unused_port() {
   return ntohs(addr.sin_port);
 }
 
-std::size_t thread_count() {
+std::size_t live_thread_count() {
   const std::filesystem::directory_iterator tasks("/proc/self/task");
   return static_cast<std::size_t>(std::distance(begin(tasks), end(tasks)));
 }
@@ -193,7 +193,7 @@ TEST_CASE("a 200 response arrives with its body and status", "[client]") {
   server.start();
   downstream_client client;
 
-  const transfer_result r = fetch(client, request_for(server.base_url() + "/hello"));
+  const transfer_result r = fetch_request(client, request_for(server.base_url() + "/hello"));
   CHECK(r.error == transfer_error::none);
   CHECK(r.http_status == 200);
   CHECK(r.body == "hello there");
@@ -209,7 +209,7 @@ TEST_CASE("a non-2xx status passes through with its body", "[client]") {
   server.start();
   downstream_client client;
 
-  const transfer_result r = fetch(client, request_for(server.base_url() + "/down"));
+  const transfer_result r = fetch_request(client, request_for(server.base_url() + "/down"));
   CHECK(r.error == transfer_error::none);
   CHECK(r.http_status == 503);
   CHECK(r.body == R"({"why":"maintenance"})");
@@ -219,7 +219,7 @@ TEST_CASE("a refused connection is a connect error", "[client]") {
   downstream_client client;
   const auto start = steady::now();
   const std::string url = "http://127.0.0.1:" + std::to_string(unused_port()) + "/x";
-  const transfer_result r = fetch(client, request_for(url, 2s));
+  const transfer_result r = fetch_request(client, request_for(url, 2s));
   CHECK(r.error == transfer_error::connect);
   CHECK(r.http_status == 0);
   CHECK_FALSE(r.detail.empty());
@@ -230,7 +230,7 @@ TEST_CASE("a server that never answers ends as timeout at the timeout", "[client
   silent_server silent;
   downstream_client client;
   const auto start = steady::now();
-  const transfer_result r = fetch(client, request_for(silent.base_url() + "/x", 200ms));
+  const transfer_result r = fetch_request(client, request_for(silent.base_url() + "/x", 200ms));
   const long took = elapsed_ms(start);
   CHECK(r.error == transfer_error::timeout);
   CHECK(r.http_status == 0);
@@ -258,7 +258,7 @@ TEST_CASE("slow_after: a call still unanswered runs `slow` once and goes on, and
     slow_at = elapsed_ms(start);
     ++slow_calls;
   };
-  const transfer_result r = fetch(client, std::move(late));
+  const transfer_result r = fetch_request(client, std::move(late));
   CHECK(r.error == transfer_error::none); // the transfer went on to its answer
   CHECK(r.body == "late");
   CHECK(slow_calls == 1);
@@ -268,10 +268,10 @@ TEST_CASE("slow_after: a call still unanswered runs `slow` once and goes on, and
   auto fast = request_for(server.base_url() + "/fast", 2s);
   fast.slow_after = 200ms;
   fast.slow = [&] { ++slow_calls; };
-  CHECK(fetch(client, std::move(fast)).body == "fast");
+  CHECK(fetch_request(client, std::move(fast)).body == "fast");
   // The timer that would have run it was the transfer's own, cancelled with the answer: a
   // transfer that outlives 200 ms after this one ended shows it did not fire.
-  CHECK(fetch(client, request_for(server.base_url() + "/late", 2s)).body == "late");
+  CHECK(fetch_request(client, request_for(server.base_url() + "/late", 2s)).body == "late");
   CHECK(slow_calls == 1);
 
   // Past slow_after the timeout still holds, counted from the start.
@@ -280,7 +280,7 @@ TEST_CASE("slow_after: a call still unanswered runs `slow` once and goes on, and
   hung.slow_after = 100ms;
   hung.slow = [&] { ++slow_calls; };
   const auto hung_start = steady::now();
-  CHECK(fetch(client, std::move(hung)).error == transfer_error::timeout);
+  CHECK(fetch_request(client, std::move(hung)).error == transfer_error::timeout);
   CHECK(elapsed_ms(hung_start) >= 290);
   CHECK(elapsed_ms(hung_start) < 1000);
   CHECK(slow_calls == 2);
@@ -302,7 +302,7 @@ TEST_CASE("a trickling body is cut at the timeout", "[client]") {
   downstream_client client;
 
   const auto start = steady::now();
-  const transfer_result r = fetch(client, request_for(server.base_url() + "/trickle", 300ms));
+  const transfer_result r = fetch_request(client, request_for(server.base_url() + "/trickle", 300ms));
   CHECK(r.error == transfer_error::timeout);
   CHECK(r.http_status == 200); // the status line had arrived
   CHECK(r.body.empty());       // a partial body is not handed out
@@ -330,13 +330,13 @@ TEST_CASE("a body over max_body_bytes is too_large", "[client]") {
   const std::string path = GENERATE(as<std::string>{}, "/sized", "/chunked");
   transfer_request request = request_for(server.base_url() + path);
   request.max_body_bytes = 4000;
-  const transfer_result r = fetch(client, request);
+  const transfer_result r = fetch_request(client, request);
   INFO(path << ": " << r.detail);
   CHECK(r.error == transfer_error::too_large);
   CHECK(r.body.empty());
 
   request.max_body_bytes = big.size(); // exactly at the cap is fine
-  const transfer_result fits = fetch(client, request);
+  const transfer_result fits = fetch_request(client, request);
   CHECK(fits.error == transfer_error::none);
   CHECK(fits.body == big);
 }
@@ -350,7 +350,7 @@ TEST_CASE("a redirect is reported, not followed", "[client]") {
   server.start();
   downstream_client client;
 
-  const transfer_result r = fetch(client, request_for(server.base_url() + "/old"));
+  const transfer_result r = fetch_request(client, request_for(server.base_url() + "/old"));
   CHECK(r.error == transfer_error::none);
   CHECK(r.http_status == 302);
   CHECK(server.calls() == 1);
@@ -369,7 +369,7 @@ TEST_CASE("request headers are sent and the path is sent as rendered", "[client]
 
   transfer_request request = request_for(server.base_url() + "/a/../b");
   request.header_lines = "X-Tenant: acme\r\n";
-  const transfer_result r = fetch(client, request);
+  const transfer_result r = fetch_request(client, request);
   CHECK(r.http_status == 200);
   CHECK(seen_header == "acme");
   CHECK(seen_path == "/a/../b"); // curl would otherwise squash it to "/b"
@@ -430,7 +430,7 @@ TEST_CASE("1000 hung transfers time out together on one thread", "[client]") {
   ensure_descriptors(3 * transfers);
   silent_server silent;
   downstream_client client;
-  const std::size_t threads_before = thread_count();
+  const std::size_t threads_before = live_thread_count();
 
   std::atomic<int> timeouts{0}, others{0};
   const auto start = steady::now();
@@ -441,7 +441,7 @@ TEST_CASE("1000 hung transfers time out together on one thread", "[client]") {
   std::size_t most_threads = 0;
   REQUIRE(eventually(
       [&] {
-        most_threads = std::max(most_threads, thread_count());
+        most_threads = std::max(most_threads, live_thread_count());
         return timeouts + others == transfers;
       },
       10s));
@@ -472,7 +472,7 @@ TEST_CASE("sequential transfers reuse a keep-alive connection", "[client]") {
   server.start();
   downstream_client client;
 
-  for (int i = 0; i < 200; ++i) REQUIRE(fetch(client, request_for(server.base_url() + "/k")).http_status == 200);
+  for (int i = 0; i < 200; ++i) REQUIRE(fetch_request(client, request_for(server.base_url() + "/k")).http_status == 200);
   std::lock_guard<std::mutex> lock(mutex);
   INFO("connections used: " << client_ports.size());
   CHECK(client_ports.size() <= 3);
@@ -522,7 +522,7 @@ TEST_CASE("a URL the client cannot call is a protocol error, never a crash", "[c
   for (const char* url : {"http://127.0.0.1:99999999999/x", "http://127.0.0.1:0/x", "ftp://127.0.0.1/x",
                           "http://user@127.0.0.1/x", "http:///x"}) {
     INFO(url);
-    const transfer_result r = fetch(client, request_for(url, 1s));
+    const transfer_result r = fetch_request(client, request_for(url, 1s));
     CHECK(r.error == transfer_error::protocol);
   }
 }
@@ -544,13 +544,13 @@ TEST_CASE("a POST carries its body with a Content-Length, and the connection is 
   post.method = "POST";
   post.header_lines = "Content-Type: application/json\r\n";
   post.body = R"({"resourceSpans":[]})";
-  auto r = fetch(client, post);
+  auto r = fetch_request(client, post);
   CHECK(r.error == transfer_error::none);
   CHECK(r.http_status == 200);
   auto empty = request_for(server.base_url() + "/in");
   empty.method = "POST";
-  CHECK(fetch(client, empty).http_status == 200); // Content-Length: 0, or the server would wait
-  auto after = fetch(client, request_for(server.base_url() + "/after"));
+  CHECK(fetch_request(client, empty).http_status == 200); // Content-Length: 0, or the server would wait
+  auto after = fetch_request(client, request_for(server.base_url() + "/after"));
   CHECK(after.body == "ok");
   std::lock_guard<std::mutex> lock(mutex);
   REQUIRE(seen.size() == 2);
@@ -567,11 +567,11 @@ TEST_CASE("a response head is held to 64 KiB as a whole, status line and header 
   };
   downstream_client client;
   silent_server over{0, head_of(40000, 40000)}; // 80 KB: each part under 64 KiB, the whole over
-  const transfer_result refused = fetch(client, request_for(over.base_url() + "/x", 5s));
+  const transfer_result refused = fetch_request(client, request_for(over.base_url() + "/x", 5s));
   CHECK(refused.error == transfer_error::protocol);
   CHECK(refused.detail.find("header limit exceeded") != std::string::npos);
   silent_server under{0, head_of(30000, 30000)}; // 60 KB in all
-  const transfer_result served = fetch(client, request_for(under.base_url() + "/x", 5s));
+  const transfer_result served = fetch_request(client, request_for(under.base_url() + "/x", 5s));
   CHECK(served.error == transfer_error::none);
   CHECK(served.body == "{}");
 }
@@ -603,7 +603,7 @@ TEST_CASE("a downstream body gets the same verdict and reason whether it is spli
     for (std::size_t i = 0; i < table.size(); ++i) {
       const auto& expected = table[i];
       INFO(framing << " body " << i << ": " << expected.body.substr(0, 60));
-      auto result = fetch(client, request_for(down.base_url() + "/" + framing + "/" + std::to_string(i)));
+      auto result = fetch_request(client, request_for(down.base_url() + "/" + framing + "/" + std::to_string(i)));
       REQUIRE(result.error == transfer_error::none);
       REQUIRE(result.http_status == 200);
       REQUIRE(result.body == expected.body);

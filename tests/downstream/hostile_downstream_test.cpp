@@ -109,7 +109,7 @@ json one_section(const std::string& url, int timeout_ms, json extra = json::obje
 }
 
 /// GETs /p and returns the body, after checking it is a valid 200 JSON response.
-json fetch(running_gateway& gw) {
+json fetch_through_gateway(running_gateway& gw) {
   auto r = gw.get("/p");
   REQUIRE(r);
   REQUIRE(r->status == 200);
@@ -149,7 +149,7 @@ TEST_CASE("an endless body ends at max_response_bytes as error, long before the 
   down.start();
   running_gateway gw{one_section(down.base_url() + "/endless", 2500, {}, {{"max_response_bytes", 1048576}})};
   const auto start = clock_type::now();
-  auto body = fetch(gw);
+  auto body = fetch_through_gateway(gw);
   check_section(body, "error");
   CHECK(ms_since(start) < 2000);
   CHECK(eventually([&] { return writer_stopped.load(); }));
@@ -171,7 +171,7 @@ TEST_CASE("a body over max_response_bytes is an error, however it is framed", "[
   });
   running_gateway gw{one_section(down.base_url() + "/big", 2500, {}, {{"max_response_bytes", 1048576}})};
   const auto start = clock_type::now();
-  check_section(fetch(gw), "error");
+  check_section(fetch_through_gateway(gw), "error");
   CHECK(ms_since(start) < 2000);
   check_no_leftovers(gw);
 }
@@ -203,7 +203,7 @@ TEST_CASE("deeply nested JSON is an error however the section reads it", "[hosti
   cfg["routes"].push_back(
       {{"path", "/batch"}, {"batch", {{"url", b + "/deep-object?i={item}"}, {"timeout_ms", 2000}}}});
   running_gateway gw{cfg};
-  auto body = fetch(gw);
+  auto body = fetch_through_gateway(gw);
   CHECK(body["sections"]["plain"]["status"] == "error");
   CHECK(body["sections"]["projected"]["status"] == "error");
   CHECK(body["sections"]["at"]["status"] == "ok"); // exactly 512 levels is fine
@@ -269,7 +269,7 @@ TEST_CASE("a redirect to another host is not followed", "[hostile]") {
   });
   down.start();
   running_gateway gw{one_section(down.base_url() + "/moved", 2000)};
-  auto body = fetch(gw);
+  auto body = fetch_through_gateway(gw);
   check_section(body, "error");
   CHECK(elsewhere.calls() == 0);
   CHECK(body.dump().find(elsewhere.base_url()) == std::string::npos);
@@ -285,7 +285,7 @@ TEST_CASE("a reset in the middle of the body is an error at once", "[hostile]") 
   });
   running_gateway gw{one_section(down.base_url() + "/reset", 2500)};
   const auto start = clock_type::now();
-  check_section(fetch(gw), "error");
+  check_section(fetch_through_gateway(gw), "error");
   CHECK(ms_since(start) < 1500);
   check_no_leftovers(gw);
 }
@@ -306,7 +306,7 @@ TEST_CASE("a downstream that stalls ends as timeout at timeout_ms", "[hostile]")
   });
   running_gateway gw{one_section(down.base_url() + "/stall", 400)};
   const auto start = clock_type::now();
-  auto body = fetch(gw);
+  auto body = fetch_through_gateway(gw);
   const auto took = ms_since(start);
   check_section(body, "timeout");
   CHECK(took >= 350);

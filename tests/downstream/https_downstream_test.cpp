@@ -59,7 +59,7 @@ struct https_server {
   }
 };
 
-transfer_result fetch(downstream_client& client, const std::string& url) {
+transfer_result fetch_url(downstream_client& client, const std::string& url) {
   auto promise = std::make_shared<std::promise<transfer_result>>();
   auto future = promise->get_future();
   transfer_request request;
@@ -85,7 +85,7 @@ TEST_CASE("an https downstream with a trusted certificate answers, on a kept-ali
   downstream_client client; // reads the trusted CAs when made
   const auto url = "https://127.0.0.1:" + std::to_string(server.port) + "/x";
   for (int i = 0; i < 3; ++i) {
-    const auto r = fetch(client, url);
+    const auto r = fetch_url(client, url);
     INFO(r.detail);
     CHECK(r.error == transfer_error::none);
     CHECK(r.http_status == 200);
@@ -98,14 +98,14 @@ TEST_CASE("an https downstream whose certificate is not trusted, or names anothe
   https_server server{cert};
   SECTION("not trusted: the system's CAs do not know it") {
     downstream_client client;
-    const auto r = fetch(client, "https://127.0.0.1:" + std::to_string(server.port) + "/x");
+    const auto r = fetch_url(client, "https://127.0.0.1:" + std::to_string(server.port) + "/x");
     CHECK(r.error == transfer_error::connect);
     CHECK(r.body.empty());
   }
   SECTION("trusted, but the URL names a host the certificate does not") {
     trusted_ca trust{cert.cert};
     downstream_client client;
-    const auto r = fetch(client, "https://localhost:" + std::to_string(server.port) + "/x");
+    const auto r = fetch_url(client, "https://localhost:" + std::to_string(server.port) + "/x");
     INFO(r.detail);
     CHECK(r.error == transfer_error::connect);
     CHECK(r.body.empty());

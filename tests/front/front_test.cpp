@@ -32,6 +32,7 @@
 #include <nlohmann/json.hpp>
 
 #include "gather/config/config.hpp"
+#include "support/ascii_lower.hpp"
 #include "support/test_helpers.hpp"
 #include "support/child_process.hpp"
 #include "support/gateway_fixture.hpp"
@@ -195,12 +196,6 @@ struct fd_set_guard {
   }
 };
 
-std::string lower(std::string text) {
-  for (auto& c : text)
-    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return text;
-}
-
 /// The status of the complete Content-Length response at the front of `data`; 0 while it is
 /// incomplete, -1 when it is not HTTP.
 int complete_status(const std::string& data) {
@@ -209,7 +204,7 @@ int complete_status(const std::string& data) {
     return 0;
   if (data.rfind("HTTP/1.", 0) != 0 || head_end < 12)
     return -1;
-  const std::string head = lower(data.substr(0, head_end + 2));
+  const std::string head = gather::test::ascii_lower(data.substr(0, head_end + 2));
   std::size_t length = 0;
   if (const auto at = head.find("\r\ncontent-length:"); at != std::string::npos)
     length = std::stoul(head.substr(at + 17));

@@ -141,7 +141,7 @@ std::vector<json> ndjson_lines(const std::string& text) {
   return out;
 }
 
-std::uint64_t metric(running_gateway& gw, const std::string& series) {
+std::uint64_t h2_metric(running_gateway& gw, const std::string& series) {
   const auto r = gw.get("/metrics");
   REQUIRE(r);
   const auto at = r->body.find("\n" + series + " ");
@@ -167,8 +167,8 @@ TEST_CASE("HTTP/2: h2c by prior knowledge gets the answers HTTP/1.1 gets, on the
   }
   const auto post = curl({"--http2-prior-knowledge", "-X", "POST", base + "/p"});
   CHECK(post.status == 405);
-  CHECK(metric(gw, "gather_connections_total{proto=\"h2\"}") == 4);
-  CHECK(metric(gw, "gather_connections_total{proto=\"http/1.1\"}") >= 3);
+  CHECK(h2_metric(gw, "gather_connections_total{proto=\"h2\"}") == 4);
+  CHECK(h2_metric(gw, "gather_connections_total{proto=\"http/1.1\"}") >= 3);
 }
 
 TEST_CASE("HTTP/2: over TLS, ALPN chooses h2 or http/1.1 on one port, and the answers agree", "[front][h2][tls]") {
@@ -212,7 +212,7 @@ TEST_CASE("HTTP/2: a reset stream cancels its downstream call and the connection
   CHECK(seen["after"]["status"] == 200); // the same connection, after the reset
   CHECK(seen["goaway"].is_null());
   CHECK(eventually([&] { return hung.closed_by_peer() == 1; }, 3000ms));
-  CHECK(metric(gw, "gather_requests_total{route=\"/hang\",code=\"499\"}") == 1);
+  CHECK(h2_metric(gw, "gather_requests_total{route=\"/hang\",code=\"499\"}") == 1);
 }
 
 TEST_CASE("HTTP/2: /debug/actors counts h2 connections and their open streams", "[front][h2]") {
@@ -250,7 +250,7 @@ TEST_CASE("HTTP/2: rapid reset of 2000 streams ends in GOAWAY with far fewer dow
   CHECK(seen["goaway"] == 11); // ENHANCE_YOUR_CALM
   INFO("downstream calls: " << down.server.calls());
   CHECK(down.server.calls() < 200);
-  CHECK(metric(gw, "gather_http2_abuse_total{reason=\"rapid_reset\"}") == 1);
+  CHECK(h2_metric(gw, "gather_http2_abuse_total{reason=\"rapid_reset\"}") == 1);
   normal_request_answered(gw.port());
 }
 
@@ -259,7 +259,7 @@ TEST_CASE("HTTP/2: a CONTINUATION flood is cut at the limit, a header list over 
   running_gateway gw{h2_config(down.server.base_url(), {{"http2", {{"max_header_list_bytes", 8192}}}})};
   const auto flood = h2_case("continuation_flood", gw.port(), {"/p", "1000"});
   CHECK(flood["goaway"] == 11);
-  CHECK(metric(gw, "gather_http2_abuse_total{reason=\"continuation_flood\"}") == 1);
+  CHECK(h2_metric(gw, "gather_http2_abuse_total{reason=\"continuation_flood\"}") == 1);
   const auto big = h2_case("big_headers", gw.port(), {"/p", "20000"});
   CHECK(big["answer"]["status"] == 431);
   CHECK(json::parse(big["answer"]["body"].get<std::string>())["error"] == "headers_too_large");
@@ -274,7 +274,7 @@ TEST_CASE("HTTP/2: PING and SETTINGS floods end in GOAWAY", "[front][h2][hostile
     INFO(kind);
     CHECK(seen["goaway"] == 11);
   }
-  CHECK(metric(gw, "gather_http2_abuse_total{reason=\"control_flood\"}") == 2);
+  CHECK(h2_metric(gw, "gather_http2_abuse_total{reason=\"control_flood\"}") == 2);
   normal_request_answered(gw.port());
 }
 
@@ -289,7 +289,7 @@ TEST_CASE("HTTP/2: a stream whose body never comes ends its connection after req
   CHECK(seen["goaway"] == 11);
   CHECK(seen["ms"].get<double>() >= 700);
   CHECK(seen["ms"].get<double>() < 5000);
-  CHECK(metric(gw, "gather_http2_abuse_total{reason=\"incomplete_stream\"}") == 1);
+  CHECK(h2_metric(gw, "gather_http2_abuse_total{reason=\"incomplete_stream\"}") == 1);
   normal_request_answered(gw.port());
 }
 
@@ -304,7 +304,7 @@ TEST_CASE("HTTP/2: a client that never opens its window or never reads stalls no
   const auto window = h2_case("window_stall", gw.port(), {"/p"});
   CHECK(window["goaway"] == 11);
   CHECK(window["ms"].get<double>() >= 1400);
-  CHECK(eventually([&] { return metric(gw, "gather_http2_abuse_total{reason=\"stalled\"}") == 2; }, 5000ms));
+  CHECK(eventually([&] { return h2_metric(gw, "gather_http2_abuse_total{reason=\"stalled\"}") == 2; }, 5000ms));
   normal_request_answered(gw.port());
 }
 
@@ -446,8 +446,8 @@ TEST_CASE("HTTP/2: CORS preflight and simple request, and the metrics count each
   CHECK(simple["status"] == 200);
   CHECK(simple["headers"]["access-control-allow-origin"] == "https://shop.example.com");
   CHECK(down.server.calls() == 1); // the preflights reached no downstream
-  CHECK(metric(gw, "gather_requests_total{route=\"/p\",code=\"204\"}") == 1);
-  CHECK(metric(gw, "gather_request_errors_total{route=\"/p\"}") == 2); // the 204 and the 403: neither is a 200
+  CHECK(h2_metric(gw, "gather_requests_total{route=\"/p\",code=\"204\"}") == 1);
+  CHECK(h2_metric(gw, "gather_request_errors_total{route=\"/p\"}") == 2); // the 204 and the 403: neither is a 200
 }
 
 TEST_CASE("HTTP/2: a streamed answer whose client never opens its window is reset at its buffer bound and delays no one",
@@ -477,5 +477,5 @@ TEST_CASE("HTTP/2: a streamed answer whose client never opens its window is rese
   CHECK(seen["rst"] == 11); // ENHANCE_YOUR_CALM
   CHECK(seen["data_bytes"] == 0);
   CHECK(seen["goaway"].is_null());
-  CHECK(metric(gw, "gather_http2_abuse_total{reason=\"stalled\"}") == 1);
+  CHECK(h2_metric(gw, "gather_http2_abuse_total{reason=\"stalled\"}") == 1);
 }

@@ -28,9 +28,9 @@ namespace {
 
 
 /// A downstream answering {"id": <capture>} on /items/<capture> and {"ok": 1} on /ok.
-struct echo_downstream {
+struct inbound_echo_downstream {
   test_server server;
-  echo_downstream() {
+  inbound_echo_downstream() {
     server.get("/ok", [](const httplib::Request&, httplib::Response& res) {
       res.set_content(R"({"ok":1})", "application/json");
     });
@@ -134,7 +134,7 @@ private:
 } // namespace
 
 TEST_CASE("slowloris: a trickled request head is cut at request_timeout_ms, everyone else is served", "[hostile]") {
-  echo_downstream down;
+  inbound_echo_downstream down;
   running_gateway gw{hostile_config(down.server.base_url(), {{"request_timeout_ms", 1500}})};
   raw_connection slow{gw.port()};
 
@@ -164,7 +164,7 @@ TEST_CASE("slowloris: a trickled request head is cut at request_timeout_ms, ever
 }
 
 TEST_CASE("a request line over 8 KiB gets 414 JSON with a fresh X-Request-Id", "[hostile]") {
-  echo_downstream down;
+  inbound_echo_downstream down;
   running_gateway gw{hostile_config(down.server.base_url())};
   raw_connection conn{gw.port()};
   // A first request on the same keep-alive connection (so the same handler thread) with an id of
@@ -189,7 +189,7 @@ TEST_CASE("a request line over 8 KiB gets 414 JSON with a fresh X-Request-Id", "
 }
 
 TEST_CASE("a request line of 1 MiB is refused with 414 once it passes the limit, not read whole", "[hostile]") {
-  echo_downstream down;
+  inbound_echo_downstream down;
   running_gateway gw{hostile_config(down.server.base_url())};
   raw_connection conn{gw.port()};
   // The gateway answers while the line is still arriving and stops reading: the send may fail.
@@ -204,7 +204,7 @@ TEST_CASE("a request line of 1 MiB is refused with 414 once it passes the limit,
 }
 
 TEST_CASE("a header block over max_header_bytes gets 431 or a close, one within it is served", "[hostile]") {
-  echo_downstream down;
+  inbound_echo_downstream down;
   running_gateway gw{hostile_config(down.server.base_url())};
   const std::size_t size = GENERATE(17000u, 100000u, 1u << 20);
   INFO("header value of " << size << " bytes");
@@ -227,7 +227,7 @@ TEST_CASE("a header block over max_header_bytes gets 431 or a close, one within 
 }
 
 TEST_CASE("ten thousand headers: 431 at max_headers, nothing forwarded", "[hostile]") {
-  echo_downstream down;
+  inbound_echo_downstream down;
   running_gateway gw{hostile_config(down.server.base_url(), {{"max_header_bytes", 1048576}})};
   std::string headers;
   for (int i = 0; i < 10000; ++i)
@@ -254,7 +254,7 @@ TEST_CASE("ten thousand headers: 431 at max_headers, nothing forwarded", "[hosti
 }
 
 TEST_CASE("invalid UTF-8 and NUL bytes in the path and headers get clean JSON answers", "[hostile]") {
-  echo_downstream down;
+  inbound_echo_downstream down;
   running_gateway gw{hostile_config(down.server.base_url())};
   struct hostile_case {
     const char* what;
@@ -290,7 +290,7 @@ TEST_CASE("invalid UTF-8 and NUL bytes in the path and headers get clean JSON an
 }
 
 TEST_CASE("pipelined requests are answered in the order they were sent", "[hostile]") {
-  echo_downstream down;
+  inbound_echo_downstream down;
   running_gateway gw{hostile_config(down.server.base_url())};
   raw_connection conn{gw.port()};
   // Five requests in one segment, the third to /healthz (answered at once, without a
@@ -315,7 +315,7 @@ TEST_CASE("pipelined requests are answered in the order they were sent", "[hosti
 
 TEST_CASE("a client that disconnects mid-request leaves nothing behind", "[hostile]") {
   silent_server hung;
-  echo_downstream down;
+  inbound_echo_downstream down;
   json cfg = hostile_config(down.server.base_url());
   cfg["routes"].push_back({{"path", "/hang"},
                            {"deadline_ms", 10000},
@@ -364,7 +364,7 @@ TEST_CASE("a client that disconnects mid-request leaves nothing behind", "[hosti
 TEST_CASE("a body on a GET is ignored and the connection closed: it never becomes a request", "[hostile]") {
   // A GET's body is never read; left on a kept-alive connection, its bytes would be parsed as the
   // next request (a body smuggling a request past a proxy that forwarded one).
-  echo_downstream down;
+  inbound_echo_downstream down;
   running_gateway gw{hostile_config(down.server.base_url())};
   const std::string smuggled = get_head("/debug/actors", "X-Request-Id: smuggled\r\n");
   const bool separate_segment = GENERATE(false, true);
@@ -390,7 +390,7 @@ TEST_CASE("a body on a GET is ignored and the connection closed: it never become
 }
 
 TEST_CASE("a Transfer-Encoding that does not end in chunked is a 400 and a close, never two requests", "[hostile]") {
-  echo_downstream down;
+  inbound_echo_downstream down;
   running_gateway gw{hostile_config(down.server.base_url())};
   const std::string coding = GENERATE(as<std::string>{}, "gzip", "xchunked", "identity", "chunked, gzip");
   INFO("Transfer-Encoding: " << coding);
@@ -408,7 +408,7 @@ TEST_CASE("a Transfer-Encoding that does not end in chunked is a 400 and a close
 }
 
 TEST_CASE("a chunked body over max_body_bytes gets 413 JSON with X-Request-Id", "[hostile]") {
-  echo_downstream down;
+  inbound_echo_downstream down;
   running_gateway gw{hostile_config(down.server.base_url(), {{"max_body_bytes", 100}})};
   raw_connection conn{gw.port()};
   std::string request = "POST /orders HTTP/1.1\r\nHost: gw\r\nContent-Type: application/json\r\n"
@@ -480,7 +480,7 @@ TEST_CASE("a chunked body over max_body_bytes gets 413 JSON with X-Request-Id", 
 TEST_CASE("CR or NUL inside a header value is refused with 400 and nothing reaches a downstream", "[hostile]") {
   const std::string value = GENERATE(as<std::string>{}, "a\rInjected: yes", "a" + std::string(1, '\0') + "b",
                                      "a\x01b", "a\x7f" "b");
-  echo_downstream down;
+  inbound_echo_downstream down;
   running_gateway gw{route_config_json(
       "/p", {section("s", down.server.base_url() + "/ok", 2000, {{"required", true}, {"forward_headers", {"x-tenant"}}})},
       3000)};
@@ -509,7 +509,7 @@ TEST_CASE("a tab inside a forwarded header value arrives whole, on one line", "[
 TEST_CASE("control bytes in the request target are refused with 400 and nothing reaches a downstream", "[hostile]") {
   const std::string target = GENERATE(as<std::string>{}, "/items/a\x01" "b", "/items/a\x7f" "b",
                                       "/items/a" + std::string(1, '\0') + "b", "/p?q=\x1f");
-  echo_downstream down;
+  inbound_echo_downstream down;
   running_gateway gw{hostile_config(down.server.base_url())};
   raw_connection conn{gw.port()};
   REQUIRE(conn.send(get_head(target)));
@@ -520,7 +520,7 @@ TEST_CASE("control bytes in the request target are refused with 400 and nothing 
 
 TEST_CASE("a compressed request body is refused unread with 415", "[hostile]") {
   // An inflated body has no bound: max_body_bytes counts the bytes sent (docs/security.md).
-  echo_downstream down;
+  inbound_echo_downstream down;
   running_gateway gw{hostile_config(down.server.base_url())};
   const std::string encoding = GENERATE(as<std::string>{}, "gzip", "br", "deflate");
   INFO(encoding);

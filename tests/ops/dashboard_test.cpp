@@ -210,15 +210,15 @@ std::vector<drawn> drawn_figures(const std::string& dom) {
   return all;
 }
 
-using labels = std::map<std::string, std::string>;
+using label_set = std::map<std::string, std::string>;
 
-labels with(labels l, const labels& more) {
+label_set labels_with(label_set l, const label_set& more) {
   l.insert(more.begin(), more.end());
   return l;
 }
 
 std::vector<const drawn*> find_all(const std::vector<drawn>& figures, const std::string& metric,
-                                   const labels& want = {}) {
+                                   const label_set& want = {}) {
   std::vector<const drawn*> found;
   for (const auto& d : figures) {
     if (d["data-metric"] != metric)
@@ -233,7 +233,7 @@ std::vector<const drawn*> find_all(const std::vector<drawn>& figures, const std:
   return found;
 }
 
-const drawn& find_one(const std::vector<drawn>& figures, const std::string& metric, const labels& want = {}) {
+const drawn& find_one(const std::vector<drawn>& figures, const std::string& metric, const label_set& want = {}) {
   auto found = find_all(figures, metric, want);
   std::string described = metric;
   for (const auto& [k, v] : want)
@@ -245,20 +245,20 @@ const drawn& find_one(const std::vector<drawn>& figures, const std::string& metr
 
 // ------------------------------------------------------------------ reading /metrics
 
-struct sample {
+struct metric_sample {
   std::string name;
-  labels lbl;
+  label_set lbl;
   double value = 0;
 };
 
-std::vector<sample> parse_metrics(const std::string& text) {
-  std::vector<sample> out;
+std::vector<metric_sample> parse_metrics(const std::string& text) {
+  std::vector<metric_sample> out;
   std::istringstream in{text};
   std::string line;
   while (std::getline(in, line)) {
     if (line.empty() || line[0] == '#')
       continue;
-    sample s;
+    metric_sample s;
     std::size_t i = 0;
     while (i < line.size() && line[i] != '{' && line[i] != ' ')
       ++i;
@@ -294,7 +294,7 @@ std::vector<sample> parse_metrics(const std::string& text) {
   return out;
 }
 
-double sum_of(const std::vector<sample>& samples, const std::string& name, const labels& want = {}) {
+double sum_of(const std::vector<metric_sample>& samples, const std::string& name, const label_set& want = {}) {
   double total = 0;
   for (const auto& s : samples) {
     if (s.name != name)
@@ -311,8 +311,8 @@ double sum_of(const std::vector<sample>& samples, const std::string& name, const
   return total;
 }
 
-std::vector<std::string> label_values(const std::vector<sample>& samples, const std::string& name,
-                                      const std::string& key, const labels& want = {}) {
+std::vector<std::string> label_values(const std::vector<metric_sample>& samples, const std::string& name,
+                                      const std::string& key, const label_set& want = {}) {
   std::vector<std::string> values;
   for (const auto& s : samples) {
     if (s.name != name || !s.lbl.count(key))
@@ -329,7 +329,7 @@ std::vector<std::string> label_values(const std::vector<sample>& samples, const 
 
 /// PromQL's histogram_quantile over one series' cumulative buckets (what the page computes when
 /// nothing was observed in the last interval). NaN when empty.
-double quantile(const std::vector<sample>& samples, const std::string& name, const labels& want, double q) {
+double quantile(const std::vector<metric_sample>& samples, const std::string& name, const label_set& want, double q) {
   std::vector<std::pair<double, double>> buckets; // le, cumulative count
   for (const auto& s : samples) {
     if (s.name != name + "_bucket")
@@ -368,7 +368,7 @@ std::string escape_label_value(const std::string& v) {
   return out;
 }
 
-std::string scrape(const running_gateway& gw) {
+std::string scrape_text(const running_gateway& gw) {
   auto r = gw.get("/metrics");
   REQUIRE(r);
   REQUIRE(r->status == 200);
@@ -548,13 +548,13 @@ TEST_CASE("the dashboard draws a known scrape: parsing, escapes, rates, interval
   CHECK(find_one(dom, "scrapes").value() == k); // every scrape succeeded and was drawn
   CHECK(find_one(dom, "polls").value() == k);
 
-  const labels A{{"data-route", route_a}};
-  const labels B{{"data-route", route_b}};
+  const label_set A{{"data-route", route_a}};
+  const label_set B{{"data-route", route_b}};
   // Totals: straight from the last scrape, text and value.
   CHECK(find_one(dom, "requests_total", A).value() == 100 + 11 * k);
   CHECK(find_one(dom, "requests_total", A).text == std::to_string(100 + 11 * k));
-  CHECK(find_one(dom, "requests_code_total", with(A, {{"data-code", "200"}})).value() == 100 + 10 * k);
-  CHECK(find_one(dom, "requests_code_total", with(A, {{"data-code", "504"}})).value() == k);
+  CHECK(find_one(dom, "requests_code_total", labels_with(A, {{"data-code", "200"}})).value() == 100 + 10 * k);
+  CHECK(find_one(dom, "requests_code_total", labels_with(A, {{"data-code", "504"}})).value() == k);
   CHECK(find_one(dom, "request_errors_total", A).value() == k);
   // Rates over the last interval: 11 requests per scrape, one scrape per (virtual) second.
   const double rps = find_one(dom, "requests_per_s", A).value();
@@ -568,12 +568,12 @@ TEST_CASE("the dashboard draws a known scrape: parsing, escapes, rates, interval
   CHECK(find_one(dom, "error_ratio", A)["data-window"] == "60s");
   CHECK(find_one(dom, "error_ratio", A).value() == Approx(1.0 / 11));
 
-  const labels base = with(A, {{"data-section", "base"}});
-  CHECK(find_one(dom, "section_total", with(base, {{"data-status", "ok"}})).value() == 1000 + 13 * k);
-  CHECK(find_one(dom, "section_total", with(base, {{"data-status", "timeout"}})).value() == 2 * k);
-  CHECK(find_one(dom, "section_total", with(base, {{"data-status", "error"}})).value() == k);
-  CHECK(find_one(dom, "section_total", with(base, {{"data-status", "rejected"}})).value() == 0);
-  CHECK(find_one(dom, "section_total", with(base, {{"data-status", "skipped"}})).value() == k);
+  const label_set base = labels_with(A, {{"data-section", "base"}});
+  CHECK(find_one(dom, "section_total", labels_with(base, {{"data-status", "ok"}})).value() == 1000 + 13 * k);
+  CHECK(find_one(dom, "section_total", labels_with(base, {{"data-status", "timeout"}})).value() == 2 * k);
+  CHECK(find_one(dom, "section_total", labels_with(base, {{"data-status", "error"}})).value() == k);
+  CHECK(find_one(dom, "section_total", labels_with(base, {{"data-status", "rejected"}})).value() == 0);
+  CHECK(find_one(dom, "section_total", labels_with(base, {{"data-status", "skipped"}})).value() == k);
   CHECK(find_one(dom, "section_ok_share", base)["data-window"] == "60s");
   CHECK(find_one(dom, "section_ok_share", base).value() == Approx(13.0 / 17));
   CHECK(find_one(dom, "section_p50_ms", base).value() == Approx(17.5));
@@ -587,8 +587,8 @@ TEST_CASE("the dashboard draws a known scrape: parsing, escapes, rates, interval
   CHECK(find_one(dom, "degraded_total", base).value() == 4 * k);
 
   // A section with no outcomes yet: zeros, no latency, no cache column.
-  const labels other = with(A, {{"data-section", "other"}});
-  CHECK(find_one(dom, "section_total", with(other, {{"data-status", "ok"}})).value() == 0);
+  const label_set other = labels_with(A, {{"data-section", "other"}});
+  CHECK(find_one(dom, "section_total", labels_with(other, {{"data-status", "ok"}})).value() == 0);
   CHECK(find_one(dom, "section_p50_ms", other)["data-value"].empty());
   CHECK(find_all(dom, "cache_hit_ratio", other).empty());
 
@@ -598,7 +598,7 @@ TEST_CASE("the dashboard draws a known scrape: parsing, escapes, rates, interval
   CHECK(find_one(dom, "p50_ms", B)["data-value"].empty());
   CHECK(find_one(dom, "error_ratio", B)["data-window"] == "all");
   CHECK(find_one(dom, "error_ratio", B).value() == 0);
-  CHECK(find_one(dom, "section_total", with(B, {{"data-section", "s"}, {"data-status", "ok"}})).value() == 5);
+  CHECK(find_one(dom, "section_total", labels_with(B, {{"data-section", "s"}, {"data-status", "ok"}})).value() == 5);
   CHECK(raw_dom.find("<img") == std::string::npos);
   CHECK(raw_dom.find("<i>") == std::string::npos);
   CHECK(raw_dom.find("<b>") == std::string::npos);
@@ -680,9 +680,9 @@ TEST_CASE("under load the dashboard polls the gateway, and its totals equal /met
     // sends requests; straight against the gateway an interval of virtual time can be a few real
     // milliseconds with no request in it, and the rate of the last interval is then 0.
     paced_proxy proxy{gw.port(), milliseconds{500}};
-    const auto before = parse_metrics(scrape(gw));
+    const auto before = parse_metrics(scrape_text(gw));
     const auto dom = drawn_figures(dump_dom(proxy.url()));
-    const auto after = parse_metrics(scrape(gw));
+    const auto after = parse_metrics(scrape_text(gw));
     CHECK(find_all(dom, "problems").empty());
     CHECK(find_one(dom, "scrapes").value() >= 3);
     const double drawn_total = find_one(dom, "requests_total", {{"data-route", "/p/{id}"}}).value();
@@ -702,7 +702,7 @@ TEST_CASE("under load the dashboard polls the gateway, and its totals equal /met
     std::string last;
     REQUIRE(eventually(
       [&] {
-        auto now = scrape(gw);
+        auto now = scrape_text(gw);
         bool stable = counters_of(now) == last &&
                       sum_of(parse_metrics(now), "gather_inflight_requests") == 0;
         last = counters_of(now);
@@ -711,7 +711,7 @@ TEST_CASE("under load the dashboard polls the gateway, and its totals equal /met
       },
       std::chrono::seconds(10)));
     const auto dom = drawn_figures(dump_dom(url));
-    const auto text = scrape(gw);
+    const auto text = scrape_text(gw);
     REQUIRE(counters_of(text) == last); // nothing moved while the browser ran
     const auto m = parse_metrics(text);
     CHECK(find_all(dom, "problems").empty());
@@ -730,13 +730,13 @@ TEST_CASE("under load the dashboard polls the gateway, and its totals equal /met
     REQUIRE(std::find(routes.begin(), routes.end(), "/q") != routes.end());
     for (const auto& route : routes) {
       INFO("route " << route);
-      const labels R{{"data-route", route}};
-      const labels r{{"route", route}};
+      const label_set R{{"data-route", route}};
+      const label_set r{{"route", route}};
       const double total = sum_of(m, "gather_requests_total", r);
       CHECK(find_one(dom, "requests_total", R).value() == total);
       CHECK(find_one(dom, "requests_total", R).text == std::to_string(static_cast<long long>(total)));
       for (const auto& code : label_values(m, "gather_requests_total", "code", r)) {
-        labels RC = R;
+        label_set RC = R;
         RC["data-code"] = code;
         CHECK(find_one(dom, "requests_code_total", RC).value() ==
               sum_of(m, "gather_requests_total", {{"route", route}, {"code", code}}));
@@ -757,25 +757,25 @@ TEST_CASE("under load the dashboard polls the gateway, and its totals equal /met
     for (const auto& route : routes) {
       for (const auto& section : label_values(m, "gather_section_duration_seconds_count", "section", {{"route", route}})) {
         INFO("route " << route << " section " << section);
-        const labels RS{{"data-route", route}, {"data-section", section}};
-        const labels rs{{"route", route}, {"section", section}};
+        const label_set RS{{"data-route", route}, {"data-section", section}};
+        const label_set rs{{"route", route}, {"section", section}};
         for (const char* status : {"ok", "timeout", "error", "rejected", "skipped"}) {
-          labels with_status = RS;
+          label_set with_status = RS;
           with_status["data-status"] = status;
-          labels scraped = rs;
+          label_set scraped = rs;
           scraped["status"] = status;
           CHECK(find_one(dom, "section_total", with_status).value() == sum_of(m, "gather_section_total", scraped));
         }
         CHECK(find_one(dom, "retries_total", RS).value() == sum_of(m, "gather_retries_total", rs));
         CHECK(find_one(dom, "degraded_total", RS).value() == sum_of(m, "gather_degraded_total", rs));
-        const double won = sum_of(m, "gather_hedges_total", with(rs, {{"result", "won"}}));
+        const double won = sum_of(m, "gather_hedges_total", labels_with(rs, {{"result", "won"}}));
         CHECK(find_one(dom, "hedges_won_total", RS).value() == won);
         CHECK(find_one(dom, "hedged_attempts_total", RS).value() ==
-              won + sum_of(m, "gather_hedges_total", with(rs, {{"result", "lost"}})));
+              won + sum_of(m, "gather_hedges_total", labels_with(rs, {{"result", "lost"}})));
         CHECK(find_one(dom, "rejected_max_concurrent_total", RS).value() ==
-              sum_of(m, "gather_rejected_total", with(rs, {{"reason", "max_concurrent"}})));
+              sum_of(m, "gather_rejected_total", labels_with(rs, {{"reason", "max_concurrent"}})));
         CHECK(find_one(dom, "rejected_circuit_open_total", RS).value() ==
-              sum_of(m, "gather_rejected_total", with(rs, {{"reason", "circuit_open"}})));
+              sum_of(m, "gather_rejected_total", labels_with(rs, {{"reason", "circuit_open"}})));
         CHECK(find_one(dom, "circuit_open", RS).value() == sum_of(m, "gather_circuit_open", rs));
         for (auto [metric, q] : {std::pair{"section_p50_ms", 0.5}, std::pair{"section_p99_ms", 0.99}}) {
           const double expected = 1000 * quantile(m, "gather_section_duration_seconds", rs, q);
@@ -784,9 +784,9 @@ TEST_CASE("under load the dashboard polls the gateway, and its totals equal /met
           else
             CHECK(find_one(dom, metric, RS).value() == Approx(expected));
         }
-        const double hits = sum_of(m, "gather_cache_events_total", with(rs, {{"event", "hit"}}));
-        const double lookups = hits + sum_of(m, "gather_cache_events_total", with(rs, {{"event", "miss"}})) +
-                               sum_of(m, "gather_cache_events_total", with(rs, {{"event", "coalesced"}}));
+        const double hits = sum_of(m, "gather_cache_events_total", labels_with(rs, {{"event", "hit"}}));
+        const double lookups = hits + sum_of(m, "gather_cache_events_total", labels_with(rs, {{"event", "miss"}})) +
+                               sum_of(m, "gather_cache_events_total", labels_with(rs, {{"event", "coalesced"}}));
         if (lookups > 0) {
           CHECK(find_one(dom, "cache_hits", RS).value() == hits);
           CHECK(find_one(dom, "cache_lookups", RS).value() == lookups);
@@ -938,7 +938,7 @@ TEST_CASE("a section that always takes about 120 ms reads within 10% of that on 
   const auto dom = drawn_figures(dump_dom("http://127.0.0.1:" + std::to_string(gw->port()) + "/dashboard"));
   CHECK(find_all(dom, "problems").empty());
   for (const char* name : {"answers", "times_out"}) {
-    const labels RS{{"data-route", "/p"}, {"data-section", name}};
+    const label_set RS{{"data-route", "/p"}, {"data-section", name}};
     for (auto [metric, q] : {std::pair{"section_p50_ms", 0.5}, std::pair{"section_p99_ms", 0.99}}) {
       const double real = nearest_rank(took[name], q);
       const double shown = find_one(dom, metric, RS).value();

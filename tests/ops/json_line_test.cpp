@@ -72,3 +72,78 @@ TEST_CASE("json_line: a line with nested objects and numbers parses back to its 
   CHECK(parsed["sections"]["c"].empty());
   CHECK(parsed["size"].get<std::uint64_t>() == 18446744073709551615ULL);
 }
+
+namespace {
+
+std::string line_of_seconds(std::int64_t unix_micros) {
+  gather::json_line line;
+  line.unix_time("ts", unix_micros);
+  return std::move(line).done();
+}
+
+std::string line_of_double(std::int64_t unix_micros) {
+  gather::json_line line;
+  line.field("ts", static_cast<double>(unix_micros) / 1e6);
+  return std::move(line).done();
+}
+
+} // namespace
+
+TEST_CASE("json_line: unix_time prints what the double of its seconds prints", "[unit][log]") {
+  for (const std::int64_t micros :
+       {std::int64_t{0}, std::int64_t{1}, std::int64_t{-1}, std::int64_t{-1500000}, std::int64_t{999999},
+        std::int64_t{1000000}, std::int64_t{1000001}, std::int64_t{1764640000000000},
+        std::int64_t{1764640000100000}, std::int64_t{1764640000000001}, std::int64_t{1764640000999999},
+        std::int64_t{1800000000000000}, std::int64_t{1800000000000010}, std::int64_t{4294967295999999},
+        std::int64_t{4294967296000000}, std::int64_t{4294967296000001}, std::int64_t{9007199254740991}})
+    CHECK(line_of_seconds(micros) == line_of_double(micros));
+  std::mt19937_64 random{20261202};
+  // This century's clock, then anything from 0 to 2^33 s (the fast path ends at 2^32).
+  std::uniform_int_distribution<std::int64_t> now(1700000000000000, 1900000000000000),
+    any(0, (std::int64_t{1} << 33) * 1000000);
+  for (int n = 0; n < 300000; ++n) {
+    const auto micros = n % 2 == 0 ? now(random) : any(random);
+    const auto got = line_of_seconds(micros);
+    const auto want = line_of_double(micros);
+    if (got != want) {
+      INFO("unix_micros " << micros);
+      CHECK(got == want);
+      break;
+    }
+  }
+}
+
+TEST_CASE("json_line: literal keys are plain, and a key that is not is escaped", "[unit][log]") {
+  static_assert(gather::json_key{"request_id"}.plain());
+  static_assert(!gather::json_key{"a \"b\""}.plain());
+  static_assert(!gather::json_key{"caf\xC3\xA9"}.plain());
+  gather::json_line line;
+  line.field("plain", 1).field("quo\"te", 2).field(gather::json_key{std::string_view{"back\\slash"}}, 3);
+  CHECK(std::move(line).done() == R"({"plain":1,"quo\"te":2,"back\\slash":3})");
+}
+
+TEST_CASE("json_line: a line longer than expected grows and writes what nlohmann writes", "[unit][log]") {
+  std::mt19937 random{7};
+  std::uniform_int_distribution<int> length(0, 40), byte(0, 255), fields(0, 30), kind(0, 2);
+  for (int n = 0; n < 2000; ++n) {
+    gather::json_line line{16}; // every line outgrows this, most more than once
+    nlohmann::ordered_json want = nlohmann::ordered_json::object();
+    for (int f = fields(random); f > 0; --f) {
+      const std::string key = "k" + std::to_string(f);
+      std::string text;
+      for (int k = length(random); k > 0; --k)
+        text.push_back(static_cast<char>(byte(random)));
+      switch (kind(random)) {
+      case 0: line.field(gather::json_key{key}, text); want[key] = text; break;
+      case 1: line.field(gather::json_key{key}, std::int64_t{f} * -123456789); want[key] = std::int64_t{f} * -123456789; break;
+      default: line.open(gather::json_key{key}).field("t", text).close(); want[key] = {{"t", text}};
+      }
+    }
+    const auto got = std::move(line).done();
+    const auto expected = want.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+    if (got != expected) {
+      CHECK(got == expected);
+      break;
+    }
+  }
+}

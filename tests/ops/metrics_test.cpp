@@ -19,7 +19,7 @@ using std::chrono::milliseconds;
 namespace {
 
 /// A scrape: `name{labels}` exactly as exposed -> value; TYPE lines by metric name.
-struct scrape {
+struct parsed_scrape {
   std::map<std::string, double> samples;
   std::map<std::string, std::string> types;
   double operator[](const std::string& key) const {
@@ -28,8 +28,8 @@ struct scrape {
   }
 };
 
-scrape parse(const std::string& text) {
-  scrape s;
+parsed_scrape parse(const std::string& text) {
+  parsed_scrape s;
   std::istringstream in{text};
   std::string line;
   // Label values may contain escaped quotes; the value follows the last space.
@@ -53,7 +53,7 @@ scrape parse(const std::string& text) {
   return s;
 }
 
-scrape scrape_of(running_gateway& gw) {
+parsed_scrape scrape_of(running_gateway& gw) {
   auto r = gw.get("/metrics");
   REQUIRE(r);
   REQUIRE(r->status == 200);

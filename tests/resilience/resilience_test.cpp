@@ -23,7 +23,7 @@ namespace {
 
 
 /// One sample of /metrics, `series` written exactly as exposed (name{labels}); -1 when absent.
-double metric(const running_gateway& gw, const std::string& series) {
+double guard_metric(const running_gateway& gw, const std::string& series) {
   auto r = gw.get("/metrics");
   REQUIRE(r);
   const auto at = r->body.find("\n" + series + " ");
@@ -32,7 +32,7 @@ double metric(const running_gateway& gw, const std::string& series) {
   return std::stod(r->body.substr(at + series.size() + 2));
 }
 
-std::string labels(const std::string& route, const std::string& section, const std::string& more = "") {
+std::string section_labels(const std::string& route, const std::string& section, const std::string& more = "") {
   return "{route=\"" + route + "\",section=\"" + section + "\"" + (more.empty() ? "" : "," + more) + "}";
 }
 
@@ -54,8 +54,8 @@ TEST_CASE("a hedge wins against a hung first call, and the hung call is cancelle
   CHECK(took < 1000); // the section's timeout is 2000
   // The losing call's connection is closed at the downstream.
   CHECK(eventually([&] { return down.closed_by_peer() >= 1; }));
-  CHECK(metric(gw, "gather_hedges_total" + labels("/p", "s", "result=\"won\"")) == 1);
-  CHECK(metric(gw, "gather_hedges_total" + labels("/p", "s", "result=\"lost\"")) == 0);
+  CHECK(guard_metric(gw, "gather_hedges_total" + section_labels("/p", "s", "result=\"won\"")) == 1);
+  CHECK(guard_metric(gw, "gather_hedges_total" + section_labels("/p", "s", "result=\"lost\"")) == 0);
 }
 
 TEST_CASE("a hedge that loses is cancelled, and every hedge is bounded by its attempt", "[resilience]") {
@@ -73,7 +73,7 @@ TEST_CASE("a hedge that loses is cancelled, and every hedge is bounded by its at
   CHECK(body["sections"]["s"]["status"] == "ok");
   CHECK(body["sections"]["s"]["attempts"] == 4);
   CHECK(down.calls() == 4);
-  CHECK(metric(gw, "gather_hedges_total" + labels("/p", "s", "result=\"lost\"")) == 1);
+  CHECK(guard_metric(gw, "gather_hedges_total" + section_labels("/p", "s", "result=\"lost\"")) == 1);
 }
 
 TEST_CASE("a percentile hedge waits for 20 ok calls, then hedges at the measured latency", "[resilience]") {
@@ -109,7 +109,7 @@ TEST_CASE("a percentile hedge waits for 20 ok calls, then hedges at the measured
   CHECK(hedged["sections"]["s"]["attempts"] == 2);
   CHECK(hedged["sections"]["s"]["status"] == "ok");
   CHECK(ms_since(start) < 450);
-  CHECK(metric(gw, "gather_hedges_total" + labels("/p", "s", "result=\"won\"")) == 1);
+  CHECK(guard_metric(gw, "gather_hedges_total" + section_labels("/p", "s", "result=\"won\"")) == 1);
 }
 
 TEST_CASE("max_concurrent 2: five concurrent requests on a hanging section, two time out, three are rejected at once",
@@ -146,7 +146,7 @@ TEST_CASE("max_concurrent 2: five concurrent requests on a hanging section, two 
     CHECK(took[i] < 400); // immediate: the timeout is 800
   }
   CHECK(down.accepted() == 2); // no call was made for the rejected ones
-  CHECK(metric(gw, "gather_rejected_total" + labels("/p", "s", "reason=\"max_concurrent\"")) == 3);
+  CHECK(guard_metric(gw, "gather_rejected_total" + section_labels("/p", "s", "reason=\"max_concurrent\"")) == 3);
   // The slots come back: a new request calls again.
   CHECK(body_of(gw.get("/p"))["sections"]["s"]["status"] == "timeout");
   CHECK(down.accepted() == 3);
@@ -169,17 +169,17 @@ TEST_CASE("a circuit opens after min_calls failures, rejects without calling, le
     "/p", {optional_section("s", down.base_url() + "/x", 2000,
                             {{"circuit", {{"failure_ratio", 0.5}, {"min_calls", 4}, {"open_ms", 300}}}})},
     3000)};
-  const std::string circuit = labels("/p", "s");
+  const std::string circuit = section_labels("/p", "s");
   for (int i = 0; i < 4; ++i)
     CHECK(body_of(gw.get("/p"))["sections"]["s"]["status"] == "error");
   CHECK(down.calls() == 4);
-  CHECK(metric(gw, "gather_circuit_open" + circuit) == 1);
+  CHECK(guard_metric(gw, "gather_circuit_open" + circuit) == 1);
   // Open: rejected at once, the downstream is not called.
   auto rejected = body_of(gw.get("/p"));
   CHECK(rejected["sections"]["s"]["status"] == "rejected");
   CHECK(rejected["sections"]["s"]["attempts"] == 0);
   CHECK(down.calls() == 4);
-  CHECK(metric(gw, "gather_rejected_total" + labels("/p", "s", "reason=\"circuit_open\"")) >= 1);
+  CHECK(guard_metric(gw, "gather_rejected_total" + section_labels("/p", "s", "reason=\"circuit_open\"")) >= 1);
   healthy = true;
   // After open_ms one request is the probe (the downstream sees its call); the others stay rejected.
   json probe;
@@ -198,10 +198,10 @@ TEST_CASE("a circuit opens after min_calls failures, rejects without calling, le
   prober.join();
   CHECK(probe["sections"]["s"]["status"] == "ok");
   CHECK(down.calls() == 5);
-  CHECK(metric(gw, "gather_circuit_open" + circuit) == 0);
-  CHECK(metric(gw, "gather_circuit_transitions_total" + labels("/p", "s", "to=\"open\"")) == 1);
-  CHECK(metric(gw, "gather_circuit_transitions_total" + labels("/p", "s", "to=\"half_open\"")) == 1);
-  CHECK(metric(gw, "gather_circuit_transitions_total" + labels("/p", "s", "to=\"closed\"")) == 1);
+  CHECK(guard_metric(gw, "gather_circuit_open" + circuit) == 0);
+  CHECK(guard_metric(gw, "gather_circuit_transitions_total" + section_labels("/p", "s", "to=\"open\"")) == 1);
+  CHECK(guard_metric(gw, "gather_circuit_transitions_total" + section_labels("/p", "s", "to=\"half_open\"")) == 1);
+  CHECK(guard_metric(gw, "gather_circuit_transitions_total" + section_labels("/p", "s", "to=\"closed\"")) == 1);
   // Closed again: calls go through.
   CHECK(body_of(gw.get("/p"))["sections"]["s"]["status"] == "ok");
   CHECK(down.calls() == 6);
@@ -222,8 +222,8 @@ TEST_CASE("a failed probe opens the circuit again", "[resilience]") {
   REQUIRE(eventually([&] { return body_of(gw.get("/p"))["sections"]["s"]["status"] != "rejected"; }));
   CHECK(down.calls() == 3); // the probe
   CHECK(body_of(gw.get("/p"))["sections"]["s"]["status"] == "rejected");
-  CHECK(metric(gw, "gather_circuit_transitions_total" + labels("/p", "s", "to=\"open\"")) == 2);
-  CHECK(metric(gw, "gather_circuit_open" + labels("/p", "s")) == 1);
+  CHECK(guard_metric(gw, "gather_circuit_transitions_total" + section_labels("/p", "s", "to=\"open\"")) == 2);
+  CHECK(guard_metric(gw, "gather_circuit_open" + section_labels("/p", "s")) == 1);
 }
 
 TEST_CASE("the retry budget caps retries of an always-503 downstream under a burst", "[resilience]") {
@@ -249,7 +249,7 @@ TEST_CASE("the retry budget caps retries of an always-503 downstream under a bur
     INFO("downstream calls: " << down.calls());
     CHECK(down.calls() >= 100);
     CHECK(down.calls() <= 120 + 2); // +2: two loops' counts may race (one loop here: exact)
-    CHECK(metric(gw, "gather_retry_budget_denied_total" + labels("/p", "s")) >= 75);
+    CHECK(guard_metric(gw, "gather_retry_budget_denied_total" + section_labels("/p", "s")) >= 75);
   }
   SECTION("ratio 0, 0 per second: no retry at all") {
     running_gateway gw{route_config_json(
@@ -273,7 +273,7 @@ TEST_CASE("the retry budget also bounds hedges", "[resilience]") {
   CHECK(body["sections"]["s"]["status"] == "timeout"); // the hedge that would have won was not made
   CHECK(body["sections"]["s"]["attempts"] == 1);
   CHECK(down.accepted() == 1);
-  CHECK(metric(gw, "gather_retry_budget_denied_total" + labels("/p", "s")) == 1);
+  CHECK(guard_metric(gw, "gather_retry_budget_denied_total" + section_labels("/p", "s")) == 1);
 }
 
 TEST_CASE("the deadline header: never above the call's timeout or the time left, and an inbound one shortens the deadline",

@@ -11,6 +11,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "support/ascii_lower.hpp"
+
 namespace gather::test {
 
 namespace {
@@ -20,12 +22,6 @@ using steady = std::chrono::steady_clock;
 int remaining_ms(steady::time_point deadline) {
   const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - steady::now());
   return left.count() < 0 ? 0 : static_cast<int>(left.count());
-}
-
-std::string lower(std::string text) {
-  for (auto& c : text)
-    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return text;
 }
 
 /// Parses a response out of the front of `data`; the bytes it took, or 0 when incomplete.
@@ -47,7 +43,7 @@ std::size_t parse_response(const std::string& data, raw_response& out) {
     if (colon != std::string::npos) {
       std::string value = line.substr(colon + 1);
       value.erase(0, value.find_first_not_of(' '));
-      r.headers[lower(line.substr(0, colon))] = value;
+      r.headers[ascii_lower(line.substr(0, colon))] = value;
     }
     at = end + 2;
   }

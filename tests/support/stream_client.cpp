@@ -6,17 +6,9 @@
 #include <poll.h>
 #include <unistd.h>
 
+#include "support/ascii_lower.hpp"
+
 namespace gather::test {
-
-namespace {
-
-std::string lower(std::string text) {
-  for (auto& c : text)
-    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return text;
-}
-
-} // namespace
 
 stream_client::stream_client(int port, const std::string& request) : conn_(port) {
   sent = steady_clock::now();
@@ -62,7 +54,7 @@ bool stream_client::read_head(std::chrono::milliseconds limit) {
     if (colon != std::string::npos) {
       auto value = line.substr(colon + 1);
       value.erase(0, value.find_first_not_of(' '));
-      auto& slot = headers[lower(line.substr(0, colon))];
+      auto& slot = headers[ascii_lower(line.substr(0, colon))];
       slot = slot.empty() ? value : slot + ", " + value;
     }
     at = next + 2;

@@ -21,11 +21,11 @@ json with_tracing(json tracing) {
              {"sections", {{{"name", "a"}, {"url", "http://127.0.0.1:1/a"}, {"timeout_ms", 100}, {"required", true}}}}}}}};
 }
 
-std::vector<std::string> problems_of(const json& cfg) {
+std::vector<std::string> tracing_problems(const json& cfg) {
   return gather::load_config(cfg.dump()).problems;
 }
 
-bool has(const std::vector<std::string>& problems, const std::string& text) {
+bool mentions_tracing_problem(const std::vector<std::string>& problems, const std::string& text) {
   return std::any_of(problems.begin(), problems.end(),
                      [&](const std::string& p) { return p.find(text) != std::string::npos; });
 }
@@ -64,9 +64,9 @@ TEST_CASE("tracing config: absent means no tracing, present gets its defaults", 
 }
 
 TEST_CASE("tracing config: every problem is named by its JSON path", "[unit][tracing][config]") {
-  CHECK(has(problems_of(with_tracing(json::object())), "tracing.otlp_endpoint: "));
-  CHECK(has(problems_of(with_tracing("http://x")), "tracing: "));
-  const auto p = problems_of(with_tracing({{"otlp_endpoint", "ftp://collector/v1/traces"},
+  CHECK(mentions_tracing_problem(tracing_problems(with_tracing(json::object())), "tracing.otlp_endpoint: "));
+  CHECK(mentions_tracing_problem(tracing_problems(with_tracing("http://x")), "tracing: "));
+  const auto p = tracing_problems(with_tracing({{"otlp_endpoint", "ftp://collector/v1/traces"},
                                            {"service_name", ""},
                                            {"sample_ratio", 1.5},
                                            {"max_queue_spans", 0},
@@ -74,17 +74,17 @@ TEST_CASE("tracing config: every problem is named by its JSON path", "[unit][tra
                                            {"export_interval_ms", 5000},
                                            {"export_timeout_ms", 0},
                                            {"bogus", true}}));
-  CHECK(has(p, "tracing.otlp_endpoint: must start with http:// or https://"));
-  CHECK(has(p, "tracing.service_name: must be a non-empty string"));
-  CHECK(has(p, "tracing.sample_ratio: must be a number from 0 to 1"));
-  CHECK(has(p, "tracing.max_queue_spans: "));
-  CHECK(has(p, "tracing.max_batch_spans: "));
-  CHECK(has(p, "tracing.export_interval_ms: "));
-  CHECK(has(p, "tracing.export_timeout_ms: "));
-  CHECK(has(p, "tracing.bogus"));
-  CHECK(has(problems_of(with_tracing({{"otlp_endpoint", "http://127.0.0.1:99999/v1/traces"}})),
+  CHECK(mentions_tracing_problem(p, "tracing.otlp_endpoint: must start with http:// or https://"));
+  CHECK(mentions_tracing_problem(p, "tracing.service_name: must be a non-empty string"));
+  CHECK(mentions_tracing_problem(p, "tracing.sample_ratio: must be a number from 0 to 1"));
+  CHECK(mentions_tracing_problem(p, "tracing.max_queue_spans: "));
+  CHECK(mentions_tracing_problem(p, "tracing.max_batch_spans: "));
+  CHECK(mentions_tracing_problem(p, "tracing.export_interval_ms: "));
+  CHECK(mentions_tracing_problem(p, "tracing.export_timeout_ms: "));
+  CHECK(mentions_tracing_problem(p, "tracing.bogus"));
+  CHECK(mentions_tracing_problem(tracing_problems(with_tracing({{"otlp_endpoint", "http://127.0.0.1:99999/v1/traces"}})),
             "tracing.otlp_endpoint: the port must be a number from 1 to 65535"));
-  CHECK(has(problems_of(with_tracing({{"otlp_endpoint", 4318}})), "tracing.otlp_endpoint: "));
+  CHECK(mentions_tracing_problem(tracing_problems(with_tracing({{"otlp_endpoint", 4318}})), "tracing.otlp_endpoint: "));
 }
 
 TEST_CASE("tracing config: gather check prints the tracing problems and exits 2", "[system][tracing][config][cli]") {

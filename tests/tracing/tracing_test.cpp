@@ -100,7 +100,7 @@ json attribute(const json& span, const std::string& key) {
 
 std::string span_id_in(const std::string& traceparent) { return traceparent.substr(36, 16); }
 
-double metric(const std::string& exposition, const std::string& name) {
+double exposition_value(const std::string& exposition, const std::string& name) {
   std::smatch m;
   if (!std::regex_search(exposition, m, std::regex{"\\n" + name + " (\\S+)"}))
     return -1;
@@ -406,14 +406,14 @@ TEST_CASE("tracing: a collector that is down or hangs changes no answer and no l
     CHECK(traced.total_ms < baseline.total_ms * 3 + 500);
     auto failed = [&] {
       auto m = gw.get("/metrics");
-      return m && metric(m->body, "gather_span_exports_failed_total") >= 1;
+      return m && exposition_value(m->body, "gather_span_exports_failed_total") >= 1;
     };
     CHECK(eventually(failed, milliseconds{10000}));
     auto m = gw.get("/metrics");
     REQUIRE(m);
     // 60 requests, two spans each, into a queue of 4 emptied (into a failing POST) every 2 s.
-    CHECK(metric(m->body, "gather_spans_dropped_total") >= requests);
-    CHECK(metric(m->body, "gather_spans_exported_total") == 0);
+    CHECK(exposition_value(m->body, "gather_spans_dropped_total") >= requests);
+    CHECK(exposition_value(m->body, "gather_spans_exported_total") == 0);
   }
 
   SECTION("a collector that accepts and never answers") {
@@ -429,8 +429,8 @@ TEST_CASE("tracing: a collector that is down or hangs changes no answer and no l
     CHECK(hanging.accepted() == 1); // one export in flight, hanging; nothing else sent
     auto m = gw.get("/metrics");
     REQUIRE(m);
-    CHECK(metric(m->body, "gather_spans_dropped_total") >= requests);
-    CHECK(metric(m->body, "gather_spans_exported_total") == 0);
-    CHECK(metric(m->body, "gather_span_exports_failed_total") == 0);
+    CHECK(exposition_value(m->body, "gather_spans_dropped_total") >= requests);
+    CHECK(exposition_value(m->body, "gather_spans_exported_total") == 0);
+    CHECK(exposition_value(m->body, "gather_span_exports_failed_total") == 0);
   }
 }
