@@ -332,7 +332,7 @@ int main(int argc, char** argv) {
   const auto submit_one = [&] {
     const kind k = pick_kind(rng() % 100);
     const std::string id = std::to_string(rng() % 500);
-    gather::transfer_request req{base, {"X-Request-Id: soak-" + std::to_string(sent.load())}, milliseconds{5000}};
+    gather::transfer_request req{base, "X-Request-Id: soak-" + std::to_string(sent.load()) + "\r\n", milliseconds{5000}};
     if (rng() % 5 == 0) req.headers.push_back("Connection: close");
     switch (k) {
     case kind::products: req.url += "/products/" + id; break;

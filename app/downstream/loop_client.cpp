@@ -49,11 +49,14 @@ void loop_client::start(std::uint64_t id, transfer_request request, downstream_c
   t->done = std::move(done);
   t->max_body_bytes = request.max_body_bytes;
   auto where = split_url(request.url);
-  if (!where) {
+  const auto& lines = request.header_lines;
+  const bool lines_ended = lines.empty() || (lines.size() >= 2 && lines.compare(lines.size() - 2, 2, "\r\n") == 0);
+  if (!where || !lines_ended) {
     --inflight_;
     transfer_result result;
     result.error = transfer_error::protocol;
-    result.detail = "not an http or https URL";
+    // (A block without its last CRLF would end the request's head inside it: never sent.)
+    result.detail = !where ? "not an http or https URL" : "header lines not ended by CRLF";
     return t->done(std::move(result));
   }
   t->where = std::move(*where);

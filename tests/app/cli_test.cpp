@@ -171,7 +171,7 @@ TEST_CASE("serve: a client that leaves just as its answer is made gets one log l
     std::atomic<int> ended{0};
     for (int round = 1; round <= rounds; ++round) {
       for (int i = 0; i < per_round; ++i) {
-        gather::transfer_request req{url, {"X-Request-Id: r" + std::to_string(round) + "-" + std::to_string(i)},
+        gather::transfer_request req{url, "X-Request-Id: r" + std::to_string(round) + "-" + std::to_string(i) + "\r\n",
                                      std::chrono::milliseconds{40 + (i * 7) % 960}};
         clients.submit(std::move(req), [&](gather::transfer_result&&) { ++ended; });
       }

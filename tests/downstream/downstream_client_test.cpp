@@ -375,6 +375,23 @@ TEST_CASE("request headers are sent and the path is sent as rendered", "[client]
   CHECK(seen_path == "/a/../b"); // curl would otherwise squash it to "/b"
 }
 
+TEST_CASE("header lines without their last CRLF are refused at once, never sent", "[client]") {
+  test_server server;
+  server.get("/h", [](const httplib::Request&, httplib::Response& res) { res.set_content("{}", "application/json"); });
+  server.start();
+  downstream_client client;
+
+  transfer_request request = request_for(server.base_url() + "/h");
+  request.header_lines = "X-Tenant: acme"; // would end the request's head inside the line
+  const transfer_result r = fetch_request(client, request);
+  CHECK(r.error == transfer_error::protocol);
+  CHECK(r.detail == "header lines not ended by CRLF");
+  CHECK(server.calls() == 0);
+  request.header_lines = "X-Tenant: acme\r\n";
+  CHECK(fetch_request(client, request).http_status == 200);
+  CHECK(server.calls() == 1);
+}
+
 TEST_CASE("a completion may submit the next transfer", "[client]") {
   test_server server;
   server.get("/n", [](const httplib::Request&, httplib::Response& res) { res.set_content("n", "text/plain"); });
