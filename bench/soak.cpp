@@ -333,7 +333,7 @@ int main(int argc, char** argv) {
     const kind k = pick_kind(rng() % 100);
     const std::string id = std::to_string(rng() % 500);
     gather::transfer_request req{base, "X-Request-Id: soak-" + std::to_string(sent.load()) + "\r\n", milliseconds{5000}};
-    if (rng() % 5 == 0) req.headers.push_back("Connection: close");
+    if (rng() % 5 == 0) req.header_lines += "Connection: close\r\n";
     switch (k) {
     case kind::products: req.url += "/products/" + id; break;
     case kind::cached: req.url += "/cached/" + std::to_string(rng() % 20); break;
@@ -346,7 +346,7 @@ int main(int argc, char** argv) {
       req.url += "/orders";
       req.method = "POST";
       req.body = batch_body;
-      req.headers.push_back("Content-Type: application/json");
+      req.header_lines += "Content-Type: application/json\r\n";
       break;
     case kind::abandoned: req.url += "/hang/" + id; break;
     }
