@@ -1,6 +1,7 @@
 #include "gather/runtime/loop_scheduler.hpp"
 
 #include <atomic>
+#include <deque>
 
 #include <boost/asio/post.hpp>
 #include <caf/actor_system_config.hpp>
@@ -17,24 +18,57 @@ constexpr std::size_t actor_throughput = 64;
 
 } // namespace
 
+/// Actors resumed in one handler of the loop before it serves its sockets again: a chain of
+/// messages between a request's actors (front -> coordinator -> workers -> answer) runs in one
+/// handler instead of one each, with the loop's epoll poll between them; a busy loop still polls
+/// after this many.
+constexpr std::size_t resumes_per_turn = 64;
+
 /// One loop seen as a CAF execution unit: actors resumed here send and spawn through it.
+///
+/// Actors made ready on the loop's own thread wait in `ready_` (this thread's alone: no lock),
+/// drained by one handler posted when the first of them arrives; an actor made ready on another
+/// thread (the middleman, the clock, the main thread) is posted to the loop on its own.
 class loop_scheduler::loop_unit final : public caf::execution_unit {
 public:
   loop_unit(caf::actor_system& system, boost::asio::io_context& loop)
     : caf::execution_unit(&system), loop_(loop) {}
 
   /// Called by an actor running on this loop for an actor it made ready.
-  void exec_later(caf::resumable* job) override { schedule(job); }
+  void exec_later(caf::resumable* job) override { schedule_here(job); }
 
-  void schedule(caf::resumable* job) {
+  /// From this loop's own thread.
+  void schedule_here(caf::resumable* job) {
+    ready_.push_back(job);
+    if (!drain_posted_) {
+      drain_posted_ = true;
+      boost::asio::post(loop_, [this] { drain(); });
+    }
+  }
+
+  /// From any other thread.
+  void schedule_from_elsewhere(caf::resumable* job) {
     boost::asio::post(loop_, [this, job] { run(job); });
   }
 
 private:
+  void drain() {
+    drain_posted_ = false;
+    for (std::size_t n = 0; n < resumes_per_turn && !ready_.empty(); ++n) {
+      auto* job = ready_.front();
+      ready_.pop_front();
+      run(job); // what it makes ready joins ready_, and runs in this turn while there is room
+    }
+    if (!ready_.empty() && !drain_posted_) { // the rest after what else the loop has to do
+      drain_posted_ = true;
+      boost::asio::post(loop_, [this] { drain(); });
+    }
+  }
+
   void run(caf::resumable* job) {
     switch (job->resume(this, actor_throughput)) {
       case caf::resumable::resume_later:
-        return schedule(job); // more messages: after what else the loop has to do
+        return schedule_here(job); // more messages: after the others ready now
       case caf::resumable::done:
       case caf::resumable::awaiting_message:
         caf::intrusive_ptr_release(job);
@@ -45,6 +79,8 @@ private:
   }
 
   boost::asio::io_context& loop_;
+  std::deque<caf::resumable*> ready_; ///< this loop's thread only
+  bool drain_posted_ = false;         ///< a drain() is queued on the loop
 };
 
 void quiet_clock::note(caf::abstract_actor* self) {
@@ -97,9 +133,9 @@ void loop_scheduler::install(caf::actor_system_config& cfg, io_loops& loops) {
 
 void loop_scheduler::enqueue(caf::resumable* job) {
   static std::atomic<std::size_t> turn{0};
-  const auto here = loops_.current();
-  const auto index = here ? *here : turn.fetch_add(1, std::memory_order_relaxed) % units_.size();
-  units_[index]->schedule(job);
+  if (const auto here = loops_.current())
+    return units_[*here]->schedule_here(job);
+  units_[turn.fetch_add(1, std::memory_order_relaxed) % units_.size()]->schedule_from_elsewhere(job);
 }
 
 void loop_scheduler::start() {
