@@ -152,7 +152,9 @@ sample_loop() { # sample_loop PID FILE: max threads and RSS every 0.2 s until ki
   while kill -0 "$pid" 2>/dev/null; do
     t=$(threads_of "$pid" 2>/dev/null || echo 0); r=$(rss_kib "$pid" 2>/dev/null || echo 0)
     ((t > th)) && th=$t; ((r > rss)) && rss=$r
-    echo "$th $rss" > "$file"
+    # Written whole and renamed: a sampler killed in the middle of a write leaves the last sample,
+    # never an empty file (a row once showed RSS "54/0").
+    echo "$th $rss" > "$file.new" && mv -f "$file.new" "$file"
     sleep 0.2
   done
 }
