@@ -4,7 +4,6 @@
 #include <catch2/catch.hpp>
 
 #include <atomic>
-#include <condition_variable>
 #include <csignal>
 #include <cstdio>
 #include <fstream>
@@ -21,6 +20,7 @@
 
 #include "support/test_helpers.hpp"
 #include "support/child_process.hpp"
+#include "support/slow_gate.hpp"
 #include "support/test_server.hpp"
 
 using namespace gather::test;
@@ -123,25 +123,6 @@ void serve_versions(test_server& down) {
     answer_json(res, {{"v", req.matches[1].str()}});
   });
 }
-
-/// Holds /slow/<X> answers until released (or until it is destroyed, which releases them).
-struct slow_gate {
-  std::mutex mutex;
-  std::condition_variable cv;
-  bool open = false;
-  std::atomic<int> entered{0};
-  void release() {
-    std::lock_guard<std::mutex> lock(mutex);
-    open = true;
-    cv.notify_all();
-  }
-  void hold() {
-    ++entered;
-    std::unique_lock<std::mutex> lock(mutex);
-    cv.wait_for(lock, std::chrono::seconds(30), [this] { return open; });
-  }
-  ~slow_gate() { release(); }
-};
 
 } // namespace
 
@@ -271,7 +252,7 @@ TEST_CASE("reload: a request in flight finishes on the configuration it began on
       slow_client.join();
   }};
   // The slow request is in flight on A: its section's call has reached the downstream.
-  REQUIRE(eventually([&] { return gate.entered.load() == 1; }, std::chrono::seconds(10)));
+  REQUIRE(eventually([&] { return gate.entered() == 1; }, std::chrono::seconds(10)));
 
   write_atomically(file, versioned_config(down, "B").dump());
   gw.signal(SIGHUP);

@@ -1,11 +1,14 @@
 #!/usr/bin/python3
 """HTTP/2 clients for the front's tests, well-behaved and hostile, at frame level (Debian's
-python3-h2 with its hpack and hyperframe). Usage: h2_client.py CASE PORT [ARGS...]. Each case
-prints one JSON object on its last line of stdout: what it saw (statuses, the GOAWAY's error code,
-times), which the C++ test checks. A case never sleeps to wait for the gateway: it reads frames."""
+python3-h2 with its hpack and hyperframe). Usage: h2_client.py [--tls CAFILE] CASE PORT [ARGS...].
+Each case prints one JSON object on its last line of stdout: what it saw (statuses, the GOAWAY's
+error code, times), which the C++ test checks. A case never sleeps to wait for the gateway: it
+reads frames. With --tls every connection is TLS, verified against CAFILE, and must get h2 by ALPN
+(as a browser's would); without it, h2c by prior knowledge."""
 
 import json
 import socket
+import ssl
 import sys
 import time
 
@@ -19,6 +22,10 @@ from hyperframe.frame import (ContinuationFrame, DataFrame, Frame, GoAwayFrame, 
 
 PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
 CANCEL, REFUSED_STREAM, PROTOCOL_ERROR, ENHANCE_YOUR_CALM = 0x8, 0x7, 0x1, 0xB
+TLS = None  # an ssl.SSLContext offering only h2, with --tls
+# What a read may raise when the server (or the kernel) ends the connection: over TLS an end
+# without close_notify is an ssl.SSLError, not a ConnectionError.
+GONE = (ConnectionError, ssl.SSLError)
 
 
 def now_ms():
@@ -28,11 +35,16 @@ def now_ms():
 def connect(port, timeout=10.0):
     s = socket.create_connection(("127.0.0.1", port), timeout=timeout)
     s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    if TLS is None:
+        return s
+    s = TLS.wrap_socket(s, server_hostname="127.0.0.1")
+    if s.selected_alpn_protocol() != "h2":
+        sys.exit("ALPN chose %r, not h2" % s.selected_alpn_protocol())
     return s
 
 
 def request_headers(path, method="GET", extra=()):
-    return [(":method", method), (":path", path), (":scheme", "http"),
+    return [(":method", method), (":path", path), (":scheme", "http" if TLS is None else "https"),
             (":authority", "127.0.0.1")] + list(extra)
 
 
@@ -50,6 +62,7 @@ class client:
         self.answers = {}  # stream id -> {"status", "headers", "body", "ended", "reset"}
         self.goaway = None
         self.closed = False
+        self.on_data = None  # called with (stream id, bytes) as each DATA frame is read
 
     def flush(self):
         data = self.conn.data_to_send()
@@ -74,7 +87,7 @@ class client:
                 data = self.sock.recv(65536)
             except socket.timeout:
                 break
-            except ConnectionError:
+            except GONE:
                 self.closed = True
                 break
             if not data:
@@ -91,7 +104,11 @@ class client:
             a["status"] = int(a["headers"][":status"])
         elif isinstance(event, h2.events.DataReceived):
             self.answers[event.stream_id]["body"] += event.data
-            self.answers[event.stream_id].setdefault("frames", []).append((now_ms(), event.data))
+            # Whether this frame carried END_STREAM: a progressive answer's last line ends it.
+            self.answers[event.stream_id].setdefault("frames", []).append(
+                (now_ms(), event.data, event.stream_ended is not None))
+            if self.on_data:
+                self.on_data(event.stream_id, event.data)
             self.conn.acknowledge_received_data(event.flow_controlled_length, event.stream_id)
         elif isinstance(event, h2.events.StreamEnded):
             self.answers[event.stream_id]["ended"] = True
@@ -139,7 +156,7 @@ class raw:
         try:
             self.sock.sendall(data)
             return True
-        except (BrokenPipeError, ConnectionResetError):
+        except GONE:
             return False
 
     def headers(self, sid, path, method="GET", end_stream=True, extra=()):
@@ -166,7 +183,7 @@ class raw:
                 data = self.sock.recv(65536)
             except socket.timeout:
                 return
-            except ConnectionError:
+            except GONE:
                 return
             if not data:
                 return
@@ -341,8 +358,11 @@ def case_incomplete(port, path):
 def case_ask(port, method, path, headers="{}", body=None):
     """One request with `headers` (a JSON object) and `body` if given: its status, headers, and
     each DATA frame as it arrived (ms since the request was sent, the bytes in hex), so the test
-    can time and decode a progressive answer frame by frame."""
+    can time and decode a progressive answer frame by frame. Each DATA frame is also announced as
+    it comes ("data STREAM BYTES" on its own line), so a test can act on the first part of an
+    answer while the rest is still to come."""
     c = client(port)
+    c.on_data = lambda sid, data: print("data", sid, len(data), flush=True)
     start = now_ms()
     sid = c.get(path, method=method, extra=list(json.loads(headers).items()),
                 body=None if body is None else body.encode("utf-8"))
@@ -350,7 +370,8 @@ def case_ask(port, method, path, headers="{}", body=None):
     a = c.answers[sid]
     return {"status": a["status"], "headers": a["headers"], "ended": a["ended"], "reset": a["reset"],
             "ms": now_ms() - start,
-            "frames": [{"ms": at - start, "hex": data.hex()} for at, data in a.get("frames", [])]}
+            "frames": [{"ms": at - start, "hex": data.hex(), "end_stream": end}
+                       for at, data, end in a.get("frames", [])]}
 
 
 def case_stream_stall(port, path, headers="{}"):
@@ -383,7 +404,12 @@ CASES = {
 }
 
 if __name__ == "__main__":
-    name, port, args = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
+    argv = sys.argv[1:]
+    if argv[0] == "--tls":
+        TLS = ssl.create_default_context(cafile=argv[1])
+        TLS.set_alpn_protocols(["h2"])
+        argv = argv[2:]
+    name, port, args = argv[0], int(argv[1]), argv[2:]
     if name == "normal":
         print(json.dumps(normal_request(port, args[0])))
     else:

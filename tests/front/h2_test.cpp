@@ -1,9 +1,11 @@
 // HTTP/2 on the front (docs/gateway.md#http2, docs/security.md#http2): real clients against a real
 // gateway on loopback. curl speaks h2c by prior knowledge and h2 over TLS by ALPN; the frame-level
-// cases (resets, floods, clients that do not read) are python3-h2 clients in h2_client.py.
+// cases (resets, floods, clients that do not read) are python3-h2 clients in h2_client.py, over
+// h2c or (with --tls) over TLS.
 #include <catch2/catch.hpp>
 
 #include <chrono>
+#include <csignal>
 #include <regex>
 #include <string>
 #include <thread>
@@ -14,6 +16,7 @@
 #include "support/child_process.hpp"
 #include "support/decode.hpp"
 #include "support/gateway_fixture.hpp"
+#include "support/slow_gate.hpp"
 #include "support/test_helpers.hpp"
 #include "support/test_server.hpp"
 #include "support/tls_files.hpp"
@@ -478,4 +481,130 @@ TEST_CASE("HTTP/2: a streamed answer whose client never opens its window is rese
   CHECK(seen["data_bytes"] == 0);
   CHECK(seen["goaway"].is_null());
   CHECK(h2_metric(gw, "gather_http2_abuse_total{reason=\"stalled\"}") == 1);
+}
+
+namespace {
+
+/// GET `path` over TLS (HTTP/1.1: httplib offers no ALPN), the certificate verified.
+httplib::Result h2tls_get(int port, const std::string& path) {
+  httplib::SSLClient c{"127.0.0.1", port};
+  c.set_ca_cert_path(tls_files::get().cert);
+  c.enable_server_certificate_verification(true);
+  c.set_read_timeout(10, 0);
+  return c.Get(path);
+}
+
+} // namespace
+
+TEST_CASE("HTTP/2 over TLS: a progressive answer is DATA frames as its sections end, and a client gone mid-stream "
+          "leaves nothing behind",
+          "[front][h2][stream][tls]") {
+  const auto& files = tls_files::get();
+  test_server down;
+  slow_gate gate; // destroyed before the server: a failed check never leaves the answer held
+  down.get("/item", [](const httplib::Request&, httplib::Response& res) { answer_json(res, {{"id", 7}, {"name", "lamp"}}); });
+  down.get("/gated", [&gate](const httplib::Request&, httplib::Response& res) {
+    gate.hold();
+    answer_json(res, {{"late", true}});
+  });
+  down.start();
+  silent_server silent; // /gone's slow section: never answers, its connection shows the cancel
+  const auto base = down.base_url();
+  const auto fast = section("part", base + "/item", 2000, {{"required", true}});
+  running_gateway gw{h2_config(base, {{"tls", {{"cert_file", files.cert}, {"key_file", files.key}}}}, json::array({
+    // Deadline and timeout far beyond the 10 s the test waits for the first frame: an answer held
+    // back until its end fails that wait, not a later check.
+    {{"path", "/s"}, {"deadline_ms", 20000}, {"sections", json::array({fast, optional_section("slow", base + "/gated", 20000)})}},
+    {{"path", "/gone"}, {"deadline_ms", 8000},
+     {"sections", json::array({fast, optional_section("slow", silent.base_url() + "/x", 6000)})}}}))};
+  const auto port = std::to_string(gw.port());
+  const std::string ndjson_accept = R"({"accept": "application/x-ndjson"})";
+
+  // 1. The answer in parts. The client (h2 by ALPN, the certificate verified) says when each DATA
+  // frame comes; the slow section's downstream holds its answer until the first frame has come.
+  child_process reader{"/usr/bin/python3", {h2_client_script, "--tls", files.cert, "ask", port, "GET", "/s", ndjson_accept}};
+  REQUIRE(reader.wait_for_line("data 1 "));
+  REQUIRE(eventually([&] { return gate.entered() == 1; })); // the slow call is held, not answered
+  gate.release();
+  REQUIRE(reader.wait_exit(std::chrono::milliseconds{15000}) == 0);
+  auto out = reader.out();
+  while (!out.empty() && out.back() == '\n')
+    out.pop_back();
+  const auto asked = json::parse(out.substr(out.rfind('\n') + 1));
+  CHECK(asked["status"] == 200);
+  CHECK(asked["ended"] == true);
+  CHECK(asked["reset"].is_null());
+  const auto& headers = asked["headers"];
+  CHECK(headers["content-type"] == "application/x-ndjson");
+  CHECK(headers["cache-control"] == "no-cache");
+  CHECK_FALSE(headers.contains("content-length")); // the DATA frames end it
+  CHECK_FALSE(headers.contains("transfer-encoding"));
+  const auto request_id = headers.value("x-request-id", "");
+  CHECK_FALSE(request_id.empty());
+  const auto frames = frames_of(asked);
+  REQUIRE(frames.size() >= 2);
+  // The first frame is the required section's line alone, as the contract writes it (section 12):
+  // it came while the slow section's answer was still held.
+  const auto first = ndjson_lines(frames.front().bytes);
+  REQUIRE(first.size() == 1);
+  CHECK(first[0]["section"] == "part");
+  CHECK(first[0]["status"] == "ok");
+  CHECK(first[0]["source"] == "live");
+  CHECK(first[0]["attempts"] == 1);
+  CHECK(first[0]["ms"].is_number());
+  CHECK(first[0]["data"] == json{{"id", 7}, {"name", "lamp"}});
+  CHECK(first[0].size() == 6);
+  // Every frame is whole lines; only the last ends the stream, and it carries the last line.
+  std::vector<json> lines;
+  for (std::size_t i = 0; i < asked["frames"].size(); ++i) {
+    INFO("frame " << i);
+    CHECK(asked["frames"][i]["end_stream"] == (i + 1 == asked["frames"].size()));
+    for (auto& line : ndjson_lines(frames[i].bytes))
+      lines.push_back(std::move(line));
+  }
+  REQUIRE(lines.size() == 3);
+  CHECK(lines[1] == json{{"section", "slow"}, {"status", "ok"}, {"source", "live"}, {"attempts", 1},
+                         {"ms", lines[1]["ms"]}, {"data", {{"late", true}}}});
+  CHECK(lines[2] == json{{"done", true}, {"degraded", false}, {"warnings", json::array()}, {"request_id", request_id}});
+  CHECK(ndjson_lines(frames.back().bytes).back() == lines[2]);
+
+  // 2. A client gone mid-stream: killed after its first line, while its slow call runs (no
+  // RST_STREAM, no GOAWAY, no TLS close_notify: the socket just closes).
+  {
+    child_process leaver{"/usr/bin/python3", {h2_client_script, "--tls", files.cert, "ask", port, "GET", "/gone", ndjson_accept}};
+    REQUIRE(leaver.wait_for_line("data 1 "));
+    REQUIRE(eventually([&] { return silent.accepted() == 1; }));
+    leaver.signal(SIGKILL);
+    CHECK_FALSE(leaver.wait_exit()); // ended by the signal
+  }
+  CHECK(eventually([&] { return silent.closed_by_peer() == 1; }, std::chrono::milliseconds{3000})); // its call cancelled
+  json actors;
+  CHECK(eventually([&] {
+    const auto r = h2tls_get(gw.port(), "/debug/actors");
+    if (!r)
+      return false;
+    actors = json::parse(r->body);
+    return actors["h2_connections"] == 0 && actors["inflight_requests"] == 0;
+  }));
+  INFO(actors.dump());
+  CHECK(actors["h2_streams"] == 0);
+  CHECK(actors["coordinators"] == 0);
+  CHECK(actors["workers"] == 0);
+  CHECK(actors["downstream_inflight"] == 0);
+  const auto metrics = h2tls_get(gw.port(), "/metrics");
+  REQUIRE(metrics);
+  CHECK(metrics->body.find("gather_requests_total{route=\"/gone\",code=\"499\"} 1\n") != std::string::npos);
+
+  // 3. The gateway serves on: a following progressive answer over h2 + TLS, read by curl.
+  const auto after = curl({"--http2", "--cacert", files.cert, "-N", "-H", "Accept: application/x-ndjson",
+                           "https://127.0.0.1:" + port + "/s"});
+  CHECK(after.version == "2");
+  CHECK(after.status == 200);
+  const auto after_lines = ndjson_lines(after.body);
+  REQUIRE(after_lines.size() == 3);
+  CHECK(after_lines[2]["done"] == true);
+  CHECK(after_lines[2]["degraded"] == false);
+  const auto counted = h2tls_get(gw.port(), "/metrics");
+  REQUIRE(counted);
+  CHECK(counted->body.find("gather_connections_total{proto=\"h2\"} 3\n") != std::string::npos);
 }
