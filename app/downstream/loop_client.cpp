@@ -57,7 +57,8 @@ void loop_client::start(std::uint64_t id, transfer_request request, downstream_c
     result.error = transfer_error::protocol;
     // (A block without its last CRLF would end the request's head inside it: never sent.)
     result.detail = !where ? "not an http or https URL" : "header lines not ended by CRLF";
-    return t->done(std::move(result));
+    // Posted: start() may run inside submit(), and `done` never runs before submit() returns.
+    return asio::post(loop_, [t, result = std::move(result)]() mutable { t->done(std::move(result)); });
   }
   t->where = std::move(*where);
   auto& bytes = t->request_bytes; // sized once: one allocation, not one per growth step

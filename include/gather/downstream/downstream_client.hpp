@@ -1,9 +1,11 @@
 // The downstream HTTP client: HTTP/1.1 over Boost.Beast on the gateway's event loops.
 //
 // Nothing waits on a thread per call: thousands of transfers are in flight on the loops, each with
-// its own timeout, their sockets in the same epoll as the inbound connections. Submissions and
-// cancellations are posted to a loop. Completions run on that loop's thread and must be quick and
-// non-blocking (in Gather they only send an actor message).
+// its own timeout, their sockets in the same epoll as the inbound connections. A transfer runs on
+// one loop: the calling thread's own when it is one of the loops (it starts before submit
+// returns), else one in turn, posted there. Cancellations are posted. Completions run on that loop's
+// thread, never inside submit, and must be quick and non-blocking (in Gather they only send an
+// actor message).
 #pragma once
 
 #include <atomic>
@@ -69,7 +71,7 @@ public:
   downstream_client& operator=(const downstream_client&) = delete;
 
   /// Starts a transfer; thread-safe. Returns its id (never 0). `done` runs exactly once on a loop's
-  /// thread, unless cancel() is called first.
+  /// thread, after submit returns, unless cancel() is called first.
   std::uint64_t submit(transfer_request request, completion done);
 
   /// Cancels a transfer; thread-safe, idempotent, unknown ids are ignored. Once the loop
