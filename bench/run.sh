@@ -12,7 +12,8 @@
 # dwarf,16384: Debian's libraries have no frame pointers), CLUSTER_NODES (default "0 1 2"),
 # WRK_CPUS (if set: the measured wrk runs pinned there with taskset, e.g. 1), SYSCALLS (if set:
 # `perf stat` counts the side's system calls per request during the measured run, root only), GATHER_TOP (a JSON object merged into every config's top level, e.g. '{"io_threads": 2}'), GATHER_ROUTE
-# (a JSON object merged into every route), WRK_HEADER (a header every wrk request carries).
+# (a JSON object merged into every route), WRK_HEADER (a header every wrk request carries), S2_CONNS
+# (S2's connections, default 64).
 # Needs: nginx-light libnginx-mod-http-echo wrk (apt-get install -y nginx-light
 # libnginx-mod-http-echo wrk), python3, curl; nghttp2-client (h2load) for s0_h2 and s1_h2.
 #
@@ -323,7 +324,7 @@ s2() {
   secs=${secs%]}", {\"name\": \"reviews\", \"url\": \"@D@/hang\", \"timeout_ms\": 120, \"fallback\": {\"score\": 0, \"count\": 0}}]"
   gen_config "$WORK/s2.json" 1024 "{\"path\": \"/p/{id}\", \"deadline_ms\": 400, \"sections\": $secs}"
   write_lua
-  bench "S2 fault drill" "$WORK/s2.json" 64 /p/1 -s "$S2_LUA"
+  bench "S2 fault drill" "$WORK/s2.json" "${S2_CONNS:-64}" /p/1 -s "$S2_LUA"
   echo "    ideal 64/120ms = 533 req/s; ratio $(awk -v r="$ROW_RPS" 'BEGIN {printf "%.2f", r / 533.3}')"
 }
 
