@@ -44,9 +44,9 @@ echo "medians of $ROUNDS interleaved rounds (req/s, p99 ms, non-200, threads idl
 python3 - "$ROWS" "${sides[@]}" <<'PY'
 import statistics, sys
 rows = {}
+num = lambda x: float("nan") if x == "-" else float(x)  # "-": a row printed without its user/kernel line
 for line in open(sys.argv[1]):
     who, scen, rps, p99, non200, threads, rss, cpu, load, user, kernel = line.split()
-    num = lambda x: float("nan") if x == "-" else float(x)
     rows.setdefault((scen, who), []).append((float(rps), float(p99), int(non200), threads, rss, float(cpu),
                                              num(user), num(kernel)))
 sides = sys.argv[2:]

@@ -324,8 +324,9 @@ s2() {
   secs=${secs%]}", {\"name\": \"reviews\", \"url\": \"@D@/hang\", \"timeout_ms\": 120, \"fallback\": {\"score\": 0, \"count\": 0}}]"
   gen_config "$WORK/s2.json" 1024 "{\"path\": \"/p/{id}\", \"deadline_ms\": 400, \"sections\": $secs}"
   write_lua
-  bench "S2 fault drill" "$WORK/s2.json" "${S2_CONNS:-64}" /p/1 -s "$S2_LUA"
-  echo "    ideal 64/120ms = 533 req/s; ratio $(awk -v r="$ROW_RPS" 'BEGIN {printf "%.2f", r / 533.3}')"
+  local conns=${S2_CONNS:-64}
+  bench "S2 fault drill" "$WORK/s2.json" "$conns" /p/1 -s "$S2_LUA"
+  awk -v c="$conns" -v r="$ROW_RPS" 'BEGIN {printf "    ideal %d/120ms = %.0f req/s; ratio %.2f\n", c, c / 0.12, r / (c / 0.12)}'
 }
 
 # S3's route (and curve_inflight's): a 20 ms required section and an optional one that hangs
