@@ -145,6 +145,11 @@ cpu_ticks() {
 }
 threads_of() { tree_cat "$1" status | awk '/^Threads:/ { n += $2 } END { print n + 0 }'; }
 rss_kib() { tree_cat "$1" status | awk '/^VmRSS:/ { n += $2 } END { print n + 0 }'; }
+# voluntary and involuntary context switches of every thread of the tree: "SLEEPS PREEMPTIONS"
+switches() {
+  local p; for p in $(tree_of "$1"); do cat /proc/"$p"/task/*/status; done 2>/dev/null |
+    awk '/^voluntary_ctxt_switches:/ { v += $2 } /^nonvoluntary_ctxt_switches:/ { n += $2 } END { print v + 0, n + 0 }'
+}
 # the sum over the gateway and its nodes (CPU_USER=user: user space only)
 cpu_all() { local t=0; for p in "$@"; do t=$((t + $(cpu_ticks "$p" "${CPU_USER:-}"))); done; echo $t; }
 
@@ -188,6 +193,7 @@ bench() {
   local pids=("$GW_PID" "${NODE_PIDS[@]}")
   local c0; c0=$(cpu_all "${pids[@]}")
   local u0; u0=$(CPU_USER=user cpu_all "${pids[@]}")
+  local sw0; sw0=$(switches "$GW_PID")
   sample_loop "$GW_PID" "$WORK/sample" & local sampler=$!
   local perf_pid=
   if [[ -n ${PERF_OUT:-} ]]; then # profile the gateway during the measured run (docs/performance.md)
@@ -203,6 +209,7 @@ bench() {
   [[ -n $stat_pid ]] && wait "$stat_pid" 2>/dev/null || true
   local c1; c1=$(cpu_all "${pids[@]}")
   local u1; u1=$(CPU_USER=user cpu_all "${pids[@]}")
+  local sw1; sw1=$(switches "$GW_PID")
   [[ -n $perf_pid ]] && wait "$perf_pid" 2>/dev/null || true
   kill "$sampler" 2>/dev/null || true; wait "$sampler" 2>/dev/null || true
   read -r th_load rss_load < "$WORK/sample" || true
@@ -222,6 +229,9 @@ bench() {
   # where the gateway's CPU went: user space against the kernel (sockets, epoll, wake-ups)
   awk -v u=$((u1 - u0)) -v c=$((c1 - c0)) -v t="$TICKS" -v n="$total" \
     'BEGIN { printf "    us_cpu/req user %.0f, kernel %.0f\n", u / t / n * 1e6, (c - u) / t / n * 1e6 }'
+  # how often the side's threads slept (each a wake-up later) and were preempted, per request
+  awk -v a="$sw0" -v b="$sw1" -v n="$total" 'BEGIN { split(a, x, " "); split(b, y, " ")
+    printf "    switches/req sleeps %.2f, preempted %.2f\n", (y[1] - x[1]) / n, (y[2] - x[2]) / n }'
   grep '^LUA' "$out" | sed 's/^/    /' || true
   if [[ -n ${SYSCALLS:-} ]]; then # per request (of wrk's count: the counting window is the same length)
     awk -F, -v n="$total" '$1 ~ /^[0-9]+$/ && $1 > 0 { sub(/^syscalls:sys_enter_/, "", $3); all += $1; part[$3] = $1 }
