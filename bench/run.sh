@@ -137,7 +137,8 @@ tree_of() {
           for (p in keep) print p }'
 }
 # the tree's files FILE (stat or status), one after the other; a process that ends meanwhile is skipped
-tree_cat() { local p; for p in $(tree_of "$1"); do cat "/proc/$p/$2"; done 2>/dev/null; }
+# (FILE may be a pattern: task/*/status reads every thread's)
+tree_cat() { local p; for p in $(tree_of "$1"); do cat /proc/"$p"/$2; done 2>/dev/null; }
 # utime+stime (fields 14, 15), counted after the command name, which may hold spaces; with `user`
 # utime alone (user space: the rest is the kernel's)
 cpu_ticks() {
@@ -145,9 +146,9 @@ cpu_ticks() {
 }
 threads_of() { tree_cat "$1" status | awk '/^Threads:/ { n += $2 } END { print n + 0 }'; }
 rss_kib() { tree_cat "$1" status | awk '/^VmRSS:/ { n += $2 } END { print n + 0 }'; }
-# voluntary and involuntary context switches of every thread of the tree: "SLEEPS PREEMPTIONS"
+# voluntary and involuntary context switches of every thread of the trees: "SLEEPS PREEMPTIONS"
 switches() {
-  local p; for p in $(tree_of "$1"); do cat /proc/"$p"/task/*/status; done 2>/dev/null |
+  local p; for p in "$@"; do tree_cat "$p" 'task/*/status'; done |
     awk '/^voluntary_ctxt_switches:/ { v += $2 } /^nonvoluntary_ctxt_switches:/ { n += $2 } END { print v + 0, n + 0 }'
 }
 # the sum over the gateway and its nodes (CPU_USER=user: user space only)
@@ -193,7 +194,7 @@ bench() {
   local pids=("$GW_PID" "${NODE_PIDS[@]}")
   local c0; c0=$(cpu_all "${pids[@]}")
   local u0; u0=$(CPU_USER=user cpu_all "${pids[@]}")
-  local sw0; sw0=$(switches "$GW_PID")
+  local sw0; sw0=$(switches "${pids[@]}")
   sample_loop "$GW_PID" "$WORK/sample" & local sampler=$!
   local perf_pid=
   if [[ -n ${PERF_OUT:-} ]]; then # profile the gateway during the measured run (docs/performance.md)
@@ -209,7 +210,7 @@ bench() {
   [[ -n $stat_pid ]] && wait "$stat_pid" 2>/dev/null || true
   local c1; c1=$(cpu_all "${pids[@]}")
   local u1; u1=$(CPU_USER=user cpu_all "${pids[@]}")
-  local sw1; sw1=$(switches "$GW_PID")
+  local sw1; sw1=$(switches "${pids[@]}")
   [[ -n $perf_pid ]] && wait "$perf_pid" 2>/dev/null || true
   kill "$sampler" 2>/dev/null || true; wait "$sampler" 2>/dev/null || true
   read -r th_load rss_load < "$WORK/sample" || true
