@@ -14,6 +14,7 @@
 # `perf stat` counts the side's system calls per request during the measured run, root only), GATHER_TOP (a JSON object merged into every config's top level, e.g. '{"io_threads": 2}'), GATHER_ROUTE
 # (a JSON object merged into every route), WRK_HEADER (a header every wrk request carries), S2_CONNS
 # (S2's connections, default 64).
+# The row's second line gives the side's context switches and minor page faults per request.
 # Needs: nginx-light libnginx-mod-http-echo wrk (apt-get install -y nginx-light
 # libnginx-mod-http-echo wrk), python3, curl; nghttp2-client (h2load) for s0_h2 and s1_h2.
 #
@@ -151,6 +152,9 @@ switches() {
   local p; for p in "$@"; do tree_cat "$p" 'task/*/status'; done |
     awk '/^voluntary_ctxt_switches:/ { v += $2 } /^nonvoluntary_ctxt_switches:/ { n += $2 } END { print v + 0, n + 0 }'
 }
+# minor page faults of the trees (field 10, minflt, the whole process's): a page the allocator gave
+# back to the kernel and touches again costs one
+faults() { local p; for p in "$@"; do tree_cat "$p" stat; done | awk '{ sub(/^[0-9]+ \(.*\) /, ""); n += $8 } END { print n + 0 }'; }
 # the sum over the gateway and its nodes (CPU_USER=user: user space only)
 cpu_all() { local t=0; for p in "$@"; do t=$((t + $(cpu_ticks "$p" "${CPU_USER:-}"))); done; echo $t; }
 
@@ -195,6 +199,7 @@ bench() {
   local c0; c0=$(cpu_all "${pids[@]}")
   local u0; u0=$(CPU_USER=user cpu_all "${pids[@]}")
   local sw0; sw0=$(switches "${pids[@]}")
+  local f0; f0=$(faults "${pids[@]}")
   sample_loop "$GW_PID" "$WORK/sample" & local sampler=$!
   local perf_pid=
   if [[ -n ${PERF_OUT:-} ]]; then # profile the gateway during the measured run (docs/performance.md)
@@ -211,6 +216,7 @@ bench() {
   local c1; c1=$(cpu_all "${pids[@]}")
   local u1; u1=$(CPU_USER=user cpu_all "${pids[@]}")
   local sw1; sw1=$(switches "${pids[@]}")
+  local f1; f1=$(faults "${pids[@]}")
   [[ -n $perf_pid ]] && wait "$perf_pid" 2>/dev/null || true
   kill "$sampler" 2>/dev/null || true; wait "$sampler" 2>/dev/null || true
   read -r th_load rss_load < "$WORK/sample" || true
@@ -231,8 +237,8 @@ bench() {
   awk -v u=$((u1 - u0)) -v c=$((c1 - c0)) -v t="$TICKS" -v n="$total" \
     'BEGIN { printf "    us_cpu/req user %.0f, kernel %.0f\n", u / t / n * 1e6, (c - u) / t / n * 1e6 }'
   # how often the side's threads slept (each a wake-up later) and were preempted, per request
-  awk -v a="$sw0" -v b="$sw1" -v n="$total" 'BEGIN { split(a, x, " "); split(b, y, " ")
-    printf "    switches/req sleeps %.2f, preempted %.2f\n", (y[1] - x[1]) / n, (y[2] - x[2]) / n }'
+  awk -v a="$sw0" -v b="$sw1" -v f=$((f1 - f0)) -v n="$total" 'BEGIN { split(a, x, " "); split(b, y, " ")
+    printf "    switches/req sleeps %.2f, preempted %.2f; minor faults/req %.2f\n", (y[1] - x[1]) / n, (y[2] - x[2]) / n, f / n }'
   grep '^LUA' "$out" | sed 's/^/    /' || true
   if [[ -n ${SYSCALLS:-} ]]; then # per request (of wrk's count: the counting window is the same length)
     awk -F, -v n="$total" '$1 ~ /^[0-9]+$/ && $1 > 0 { sub(/^syscalls:sys_enter_/, "", $3); all += $1; part[$3] = $1 }
