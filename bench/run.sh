@@ -14,7 +14,8 @@
 # `perf stat` counts the side's system calls per request during the measured run, root only), GATHER_TOP (a JSON object merged into every config's top level, e.g. '{"io_threads": 2}'), GATHER_ROUTE
 # (a JSON object merged into every route), WRK_HEADER (a header every wrk request carries), S2_CONNS
 # (S2's connections, default 64).
-# The row's second line gives the side's context switches and minor page faults per request.
+# Under each row: its CPU split into user and kernel, and the side's context switches and minor
+# page faults per request.
 # Needs: nginx-light libnginx-mod-http-echo wrk (apt-get install -y nginx-light
 # libnginx-mod-http-echo wrk), python3, curl; nghttp2-client (h2load) for s0_h2 and s1_h2.
 #
