@@ -11,7 +11,8 @@
 # -g` of the gateway during each measured run, to PERF_OUT.<scenario>; PERF_CALLGRAPH, default
 # dwarf,16384: Debian's libraries have no frame pointers), CLUSTER_NODES (default "0 1 2"),
 # WRK_CPUS (if set: the measured wrk runs pinned there with taskset, e.g. 1), SYSCALLS (if set:
-# `perf stat` counts the side's system calls per request during the measured run, root only), GATHER_TOP (a JSON object merged into every config's top level, e.g. '{"io_threads": 2}'), GATHER_ROUTE
+# `perf stat` counts the side's system calls per request during the measured run, root only),
+# WAKERS (if set: who woke the side's busiest thread, and why, per request: bench/wakers.py; root), GATHER_TOP (a JSON object merged into every config's top level, e.g. '{"io_threads": 2}'), GATHER_ROUTE
 # (a JSON object merged into every route), WRK_HEADER (a header every wrk request carries), S2_CONNS
 # (S2's connections, default 64), S1_CONNS (S1's, default 64).
 # Under each row: its CPU split into user and kernel, and the side's context switches and minor
@@ -156,6 +157,14 @@ switches() {
 # minor page faults of the trees (field 10, minflt, the whole process's): a page the allocator gave
 # back to the kernel and touches again costs one
 faults() { local p; for p in "$@"; do tree_cat "$p" stat; done | awk '{ sub(/^[0-9]+ \(.*\) /, ""); n += $8 } END { print n + 0 }'; }
+# the thread of the trees that has used the most CPU so far (after the warm-up: the event loop)
+busiest_thread() {
+  local p; for p in "$@"; do
+    for t in $(tree_of "$p"); do
+      for s in /proc/"$t"/task/*/stat; do awk '{ n = $1; sub(/^[0-9]+ \(.*\) /, ""); print $12 + $13, n }' "$s"; done 2>/dev/null
+    done
+  done | sort -n | tail -1 | cut -d' ' -f2
+}
 # the sum over the gateway and its nodes (CPU_USER=user: user space only)
 cpu_all() { local t=0; for p in "$@"; do t=$((t + $(cpu_ticks "$p" "${CPU_USER:-}"))); done; echo $t; }
 
@@ -212,8 +221,15 @@ bench() {
     perf stat -x, -e 'syscalls:sys_enter_*' -p "$(tree_of "$GW_PID" | paste -sd,)" -o "$WORK/syscalls" -- sleep "$DURATION" >/dev/null 2>&1 &
     stat_pid=$!
   fi
+  local wake_pid=
+  if [[ -n ${WAKERS:-} ]]; then # who wakes the side's busiest thread (its loop), root only
+    local busiest; busiest=$(busiest_thread "${pids[@]}")
+    perf record -q -e sched:sched_wakeup --filter "pid == $busiest" -a -g -o "$WORK/wake.data" -- sleep "$DURATION" >/dev/null 2>&1 &
+    wake_pid=$!
+  fi
   ${WRK_CPUS:+taskset -c "$WRK_CPUS"} wrk -t"$WRK_THREADS" -c"$conns" -d"${DURATION}s" --timeout 10s --latency "$@" "$url" > "$WORK/wrk.out" 2>&1 || true
   [[ -n $stat_pid ]] && wait "$stat_pid" 2>/dev/null || true
+  [[ -n $wake_pid ]] && wait "$wake_pid" 2>/dev/null || true
   local c1; c1=$(cpu_all "${pids[@]}")
   local u1; u1=$(CPU_USER=user cpu_all "${pids[@]}")
   local sw1; sw1=$(switches "${pids[@]}")
@@ -245,6 +261,9 @@ bench() {
     awk -F, -v n="$total" '$1 ~ /^[0-9]+$/ && $1 > 0 { sub(/^syscalls:sys_enter_/, "", $3); all += $1; part[$3] = $1 }
       END { printf "    syscalls/req %.2f:", all / n
             for (k in part) if (part[k] / n >= 0.05) printf " %s %.2f", k, part[k] / n; print "" }' "$WORK/syscalls"
+  fi
+  if [[ -n ${WAKERS:-} ]]; then
+    perf script -i "$WORK/wake.data" 2>/dev/null | "$ROOT/bench/wakers.py" "$total"
   fi
 }
 
