@@ -14,7 +14,9 @@
 # `perf stat` counts the side's system calls per request during the measured run, root only),
 # WAKERS (if set: who woke the side's busiest thread, and why, per request: bench/wakers.py; root), GATHER_TOP (a JSON object merged into every config's top level, e.g. '{"io_threads": 2}'), GATHER_ROUTE
 # (a JSON object merged into every route), WRK_HEADER (a header every wrk request carries), S2_CONNS
-# (S2's connections, default 64), S1_CONNS (S1's, default 64).
+# (S2's connections, default 64), S1_CONNS (S1's, default 64), SPANS (a sample ratio, e.g. 0.05: Gather
+# exports that share of its requests' spans to bench/span_split.py, which prints under each row where
+# a request's time went inside Gather: arrival to first call, the calls, last answer to answer).
 # Under each row: its CPU split into user and kernel, and the side's context switches and minor
 # page faults per request.
 # Needs: nginx-light libnginx-mod-http-echo wrk (apt-get install -y nginx-light
@@ -40,6 +42,7 @@ WRK_THREADS=${WRK_THREADS:-2}
 TICKS=$(getconf CLK_TCK)
 WORK=$(mktemp -d /tmp/gather-bench.XXXXXX)
 NGINX_PID=
+SINK_PID=
 GW_PID=
 NODE_PIDS=()
 
@@ -47,6 +50,7 @@ cleanup() {
   [[ -n $GW_PID ]] && kill "$GW_PID" 2>/dev/null || true
   for p in "${NODE_PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
   [[ -n $NGINX_PID ]] && kill "$NGINX_PID" 2>/dev/null || true
+  [[ -n $SINK_PID ]] && kill "$SINK_PID" 2>/dev/null || true
   wait 2>/dev/null || true
   rm -rf "$WORK"
 }
@@ -82,7 +86,7 @@ PY2
 # gateway config: gen_config FILE MAX_INFLIGHT ROUTE_JSON...
 gen_config() {
   local file=$1 inflight=$2; shift 2
-  GATHER_TOP=${GATHER_TOP:-} GATHER_ROUTE=${GATHER_ROUTE:-} python3 - "$file" "$inflight" "$NPORT" "$@" <<'PY'
+  GATHER_TOP=${GATHER_TOP:-} GATHER_ROUTE=${GATHER_ROUTE:-} SPANS=${SPANS:-} SPANS_PORT=${SPANS_PORT:-} python3 - "$file" "$inflight" "$NPORT" "$@" <<'PY'
 import json, os, sys
 file, inflight, port = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 routes = [json.loads(r.replace("@D@", "http://127.0.0.1:" + port)) for r in sys.argv[4:]]
@@ -90,6 +94,9 @@ for route in routes:  # GATHER_ROUTE: keys added to every route (bench/auth_cost
     route.update(json.loads(os.environ.get("GATHER_ROUTE") or "{}"))
 cfg = {"listen": "127.0.0.1:0", "max_inflight": inflight, "routes": routes}
 cfg.update(json.loads(os.environ.get("GATHER_TOP") or "{}"))
+if os.environ.get("SPANS_PORT"):  # SPANS: the requests' spans to bench/span_split.py's sink
+    cfg["tracing"] = {"otlp_endpoint": "http://127.0.0.1:%s/v1/traces" % os.environ["SPANS_PORT"],
+                      "sample_ratio": float(os.environ["SPANS"]), "export_interval_ms": 500}
 json.dump(cfg, open(file, "w"), indent=1)
 PY
 }
@@ -227,6 +234,8 @@ bench() {
     perf record -q -e sched:sched_wakeup --filter "pid == $busiest" -a -g -o "$WORK/wake.data" -- sleep "$DURATION" >/dev/null 2>&1 &
     wake_pid=$!
   fi
+  local spans_t0; spans_t0=$(date +%s%N)
+  [[ -n $SINK_PID ]] && : > "$WORK/spans" # the warm-up's spans, exported late, are left out by time too
   ${WRK_CPUS:+taskset -c "$WRK_CPUS"} wrk -t"$WRK_THREADS" -c"$conns" -d"${DURATION}s" --timeout 10s --latency "$@" "$url" > "$WORK/wrk.out" 2>&1 || true
   [[ -n $stat_pid ]] && wait "$stat_pid" 2>/dev/null || true
   [[ -n $wake_pid ]] && wait "$wake_pid" 2>/dev/null || true
@@ -261,6 +270,9 @@ bench() {
     awk -F, -v n="$total" '$1 ~ /^[0-9]+$/ && $1 > 0 { sub(/^syscalls:sys_enter_/, "", $3); all += $1; part[$3] = $1 }
       END { printf "    syscalls/req %.2f:", all / n
             for (k in part) if (part[k] / n >= 0.05) printf " %s %.2f", k, part[k] / n; print "" }' "$WORK/syscalls"
+  fi
+  if [[ -n $SINK_PID ]]; then # less what the gateway had not exported when it stopped (< 0.5 s)
+    "$ROOT/bench/span_split.py" report "$WORK/spans" "$spans_t0"
   fi
   if [[ -n ${WAKERS:-} ]]; then
     perf script -i "$WORK/wake.data" 2>/dev/null | "$ROOT/bench/wakers.py" "$total"
@@ -608,6 +620,13 @@ print(json.dumps(s))')
 
 echo "gather bench: $BIN, $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), wrk -t$WRK_THREADS ${DURATION}s, $(date -u +%FT%TZ)"
 start_nginx
+if [[ -n ${SPANS:-} ]]; then
+  : > "$WORK/spans"
+  exec {sink_out}< <("$ROOT/bench/span_split.py" sink "$WORK/spans")
+  SINK_PID=$!
+  read -r SPANS_PORT <&"$sink_out"
+  export SPANS SPANS_PORT
+fi
 print_header
 scenarios=("$@")
 ((${#scenarios[@]})) || scenarios=(s0 s1 s2 s3 s4 tail_drill guards linear cluster)
