@@ -30,7 +30,8 @@ for ((r = 1; r <= ROUNDS; r++)); do
     ((k > 0)) && bin=${PEER_LIST[k - 1]}
     echo "== round $r: $who ($bin)"
     # Scenario names have one to three words: read the row's figures from its end.
-    GATHER_BIN=$bin "$ROOT/bench/run.sh" "${scenarios[@]}" | tee -a "$ROWS.log" |
+    spans=${SPANS:-}; [[ $(basename "$bin") == gather ]] || spans= # a peer takes no `tracing` key
+    SPANS=$spans GATHER_BIN=$bin "$ROOT/bench/run.sh" "${scenarios[@]}" | tee -a "$ROWS.log" |
       awk -v who="$who" 'function flush() { if (row != "") print row, u, k, sl, pr, mf; row = "" }
         /^S[0-9] / { flush(); u = k = sl = pr = mf = "-"
                      row = who " " $1 " " $(NF-10) " " $(NF-7) " " $(NF-6) " " $(NF-4) " " $(NF-3) " " $(NF-2) " " $NF }

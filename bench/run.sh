@@ -16,7 +16,8 @@
 # (a JSON object merged into every route), WRK_HEADER (a header every wrk request carries), S2_CONNS
 # (S2's connections, default 64), S1_CONNS (S1's, default 64), SPANS (a sample ratio, e.g. 0.05: Gather
 # exports that share of its requests' spans to bench/span_split.py, which prints under each row where
-# a request's time went inside Gather: arrival to first call, the calls, last answer to answer).
+# a request's time went inside Gather: arrival to first call, the calls, last answer to answer;
+# Gather builds only: the peers refuse the `tracing` key, and bench/compare.sh leaves it off for them).
 # Under each row: its CPU split into user and kernel, and the side's context switches and minor
 # page faults per request.
 # Needs: nginx-light libnginx-mod-http-echo wrk (apt-get install -y nginx-light
