@@ -622,7 +622,6 @@ print(json.dumps(s))')
 echo "gather bench: $BIN, $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), wrk -t$WRK_THREADS ${DURATION}s, $(date -u +%FT%TZ)"
 start_nginx
 if [[ -n ${SPANS:-} ]]; then
-  : > "$WORK/spans"
   exec {sink_out}< <("$ROOT/bench/span_split.py" sink "$WORK/spans")
   SINK_PID=$!
   read -r SPANS_PORT <&"$sink_out"
