@@ -8,8 +8,9 @@
 #
 # Environment: GATHER_BIN (default build-bench/gather, else build/gather), DURATION (wrk seconds,
 # default 10), NGINX_PORT (default 18931), WRK_THREADS (default 2), PERF_OUT (if set: `perf record
-# -g` of the gateway during each measured run, to PERF_OUT.<scenario>; PERF_CALLGRAPH, default
-# dwarf,16384: Debian's libraries have no frame pointers), CLUSTER_NODES (default "0 1 2"),
+# -g` of every process of the side's tree during each measured run, to PERF_OUT.<scenario>, so a
+# peer's nginx workers are profiled too; PERF_CALLGRAPH, default dwarf,16384 as Debian's libraries
+# have no frame pointers, or none for flat profiles; PERF_FREQ, samples per second, default 499), CLUSTER_NODES (default "0 1 2"),
 # WRK_CPUS (if set: the measured wrk runs pinned there with taskset, e.g. 1), SYSCALLS (if set:
 # `perf stat` counts the side's system calls per request during the measured run, root only),
 # WAKERS (if set: who woke the side's busiest thread, and why, per request: bench/wakers.py; root), GATHER_TOP (a JSON object merged into every config's top level, e.g. '{"io_threads": 2}'), GATHER_ROUTE
@@ -221,7 +222,8 @@ bench() {
   sample_loop "$GW_PID" "$WORK/sample" & local sampler=$!
   local perf_pid=
   if [[ -n ${PERF_OUT:-} ]]; then # profile the gateway during the measured run (docs/performance.md)
-    perf record -F 499 --call-graph "${PERF_CALLGRAPH:-dwarf,16384}" -p "$GW_PID" -o "$PERF_OUT.$name" -- sleep "$DURATION" >/dev/null 2>&1 &
+    local graph=(--call-graph "${PERF_CALLGRAPH:-dwarf,16384}"); [[ ${PERF_CALLGRAPH:-} == none ]] && graph=()
+    perf record -F "${PERF_FREQ:-499}" "${graph[@]}" -p "$(tree_of "$GW_PID" | paste -sd,)" -o "$PERF_OUT.$name" -- sleep "$DURATION" >/dev/null 2>&1 &
     perf_pid=$!
   fi
   local stat_pid=
