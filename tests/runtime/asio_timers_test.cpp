@@ -43,6 +43,10 @@ TEST_CASE("a loop's timers: no timerfd, none fires early, a cancelled one stays 
   std::promise<bool> early_cancelled;
   std::promise<clock_type::time_point> late_fired;
   clock_type::time_point armed;
+  struct stop_first { // declared last: the loop's thread ends before what its handlers use goes
+    gather::io_loops& loops;
+    ~stop_first() { loops.stop(); }
+  } stopper{loops};
   boost::asio::post(loops.loop(0), [&] {
     armed = clock_type::now();
     early.expires_after(10ms);
@@ -63,7 +67,6 @@ TEST_CASE("a loop's timers: no timerfd, none fires early, a cancelled one stays 
   CHECK(waited >= 40ms);
   CHECK(waited < 1s); // at most a millisecond late when idle; generous for a loaded machine
   CHECK(timerfds_of("self") == before);
-  loops.stop();
 }
 
 TEST_CASE("the gateway binary holds no timerfd while it serves", "[system][runtime]") {

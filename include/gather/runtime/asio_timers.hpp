@@ -7,9 +7,8 @@
 // slack). A call's timeout or a request's deadline then fires at the first wake-up of the
 // millisecond it falls in, as nginx's timers do, instead of waking an idle loop at its exact
 // nanosecond through a timerfd that a cancelled timer leaves armed. Timers can fire up to about
-// a millisecond late, never early. Measured in docs/performance.md ("Timers that ride on the
-// loop's wake-ups"): S2 (a hung optional section in every request) costs ×0.85–0.89 of the
-// timerfd build's CPU per request, the loop sleeping 1.1 times per request instead of 1.5–1.7.
+// a millisecond late, never early (docs/config.md, decision 20; measured in docs/performance.md,
+// "Timers that ride on the loop's wake-ups").
 // Asio 1.81 has no switch for it; its config defines BOOST_ASIO_HAS_TIMERFD once, behind an
 // include guard, so undefining it here, after that header and before any other, is what holds.
 #pragma once
