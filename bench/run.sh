@@ -10,15 +10,17 @@
 # default 10), NGINX_PORT (default 18931), WRK_THREADS (default 2), PERF_OUT (if set: `perf record
 # -g` of every process of the side's tree during each measured run, to PERF_OUT.<scenario>, so a
 # peer's nginx workers are profiled too; PERF_CALLGRAPH, default dwarf,16384 as Debian's libraries
-# have no frame pointers, or none for flat profiles; PERF_FREQ, samples per second, default 499), CLUSTER_NODES (default "0 1 2"),
-# WRK_CPUS (if set: the measured wrk runs pinned there with taskset, e.g. 1), SYSCALLS (if set:
-# `perf stat` counts the side's system calls per request during the measured run, root only),
-# WAKERS (if set: who woke the side's busiest thread, and why, per request: bench/wakers.py; root), GATHER_TOP (a JSON object merged into every config's top level, e.g. '{"io_threads": 2}'), GATHER_ROUTE
-# (a JSON object merged into every route), WRK_HEADER (a header every wrk request carries), S2_CONNS
-# (S2's connections, default 64), S1_CONNS (S1's, default 64), SPANS (a sample ratio, e.g. 0.05: Gather
-# exports that share of its requests' spans to bench/span_split.py, which prints under each row where
-# a request's time went inside Gather: arrival to first call, the calls, last answer to answer;
-# Gather builds only: the peers refuse the `tracing` key, and bench/compare.sh leaves it off for them).
+# have no frame pointers, or none for flat profiles; PERF_FREQ, samples per second, default 499),
+# CLUSTER_NODES (default "0 1 2"), WRK_CPUS (if set: the measured wrk runs pinned there with
+# taskset, e.g. 1), SYSCALLS (if set: `perf stat` counts the side's system calls per request during
+# the measured run, root only), WAKERS (if set: who woke the side's busiest thread, and why, per
+# request: bench/wakers.py; root), GATHER_TOP (a JSON object merged into every config's top level,
+# e.g. '{"io_threads": 2}'), GATHER_ROUTE (a JSON object merged into every route), WRK_HEADER (a
+# header every wrk request carries), S2_CONNS (S2's connections, default 64), S1_CONNS (S1's,
+# default 64), SPANS (a sample ratio, e.g. 0.05: Gather exports that share of its requests' spans to
+# bench/span_split.py, which prints under each row where a request's time went inside Gather:
+# arrival to first call, the calls, last answer to answer; Gather builds only: the peers refuse the
+# `tracing` key, and bench/compare.sh leaves it off for them).
 # Under each row: its CPU split into user and kernel, and the side's context switches and minor
 # page faults per request.
 # Needs: nginx-light libnginx-mod-http-echo wrk (apt-get install -y nginx-light
