@@ -32,10 +32,10 @@ for ((r = 1; r <= ROUNDS; r++)); do
     # Scenario names have one to three words: read the row's figures from its end.
     spans=${SPANS:-}; [[ $(basename "$bin") == gather ]] || spans= # a peer takes no `tracing` key
     SPANS=$spans GATHER_BIN=$bin "$ROOT/bench/run.sh" "${scenarios[@]}" | tee -a "$ROWS.log" |
-      awk -v who="$who" 'function flush() { if (row != "") print row, u, k, sl, pr, mf; row = "" }
-        /^S[0-9] / { flush(); u = k = sl = pr = mf = "-"
+      awk -v who="$who" 'function flush() { if (row != "") print row, u, k, sl, pr, mf, st; row = "" }
+        /^S[0-9] / { flush(); u = k = sl = pr = mf = st = "-"
                      row = who " " $1 " " $(NF-10) " " $(NF-7) " " $(NF-6) " " $(NF-4) " " $(NF-3) " " $(NF-2) " " $NF }
-        /us_cpu\/req user/ { u = $3; sub(/,/, "", u); k = $5 } # the user/kernel split of the row above
+        /us_cpu\/req user/ { u = $3; sub(/,/, "", u); k = $5; sub(/;/, "", k); st = ($8 == "" ? "-" : $8) } # the user/kernel split of the row above, and the steal beside it
         /switches\/req sleeps/ { sl = $3; sub(/,/, "", sl); pr = $5; sub(/;/, "", pr); mf = ($8 == "" ? "-" : $8) } # its context switches, page faults
         END { flush() }' >> "$ROWS"
   done
@@ -43,29 +43,32 @@ done
 cat "$ROWS.log"
 
 echo
-echo "medians of $ROUNDS interleaved rounds (req/s, p99 ms, non-200, threads idle/load, RSS MiB idle/load, us CPU/req, of it user/kernel, context switches per request: sleeps/preempted, minor page faults per request); load1 at each row: $(awk '{print $9}' "$ROWS" | sort -n | tr '\n' ' ')"
+echo "medians of $ROUNDS interleaved rounds (req/s, p99 ms, non-200, threads idle/load, RSS MiB idle/load, us CPU/req, of it user/kernel, context switches per request: sleeps/preempted, minor page faults per request, the machine's steal); load1 at each row: $(awk '{print $9}' "$ROWS" | sort -n | tr '\n' ' ')"
+echo "the machine's steal during each row (its CPU time the hypervisor gave other guests), in the rows' order: $(awk '{printf "%s:%s ", $1, $15}' "$ROWS")"
 python3 - "$ROWS" "${sides[@]}" <<'PY'
 import statistics, sys
 rows = {}
 num = lambda x: float("nan") if x == "-" else float(x)  # "-": a row printed without its user/kernel line
 for line in open(sys.argv[1]):
-    who, scen, rps, p99, non200, threads, rss, cpu, load, user, kernel, sleeps, preempted, faults = line.split()
+    who, scen, rps, p99, non200, threads, rss, cpu, load, user, kernel, sleeps, preempted, faults, steal = line.split()
     rows.setdefault((scen, who), []).append((float(rps), float(p99), int(non200), threads, rss, float(cpu),
-                                             num(user), num(kernel), num(sleeps), num(preempted), num(faults)))
+                                             num(user), num(kernel), num(sleeps), num(preempted), num(faults),
+                                             num(steal.rstrip("%"))))
 sides = sys.argv[2:]
-fmt = "%-4s %-17s %9s %8s %7s %11s %11s %9s %13s %15s %7s"
+fmt = "%-4s %-17s %9s %8s %7s %11s %11s %9s %13s %15s %7s %7s"
 print(fmt % ("", "", "req/s", "p99_ms", "non200", "threads", "rss_MiB", "us/req", "user/kernel",
-             "sleeps/preempt", "faults"))
+             "sleeps/preempt", "faults", "steal%"))
 for scen in sorted({s for s, _ in rows}):
     med = {}
     for who in sides:
         r = rows.get((scen, who))
         if not r:
             continue
-        med[who] = [statistics.median(x[i] for x in r) for i in (0, 1, 5, 6, 7, 8, 9, 10)]
+        med[who] = [statistics.median(x[i] for x in r) for i in (0, 1, 5, 6, 7, 8, 9, 10, 11)]
         print(fmt % (scen, who, "%.0f" % med[who][0], "%.1f" % med[who][1],
                      max(x[2] for x in r), r[-1][3], r[-1][4], "%.1f" % med[who][2],
-                     "%.0f/%.0f" % (med[who][3], med[who][4]), "%.2f/%.2f" % (med[who][5], med[who][6]), "%.2f" % med[who][7]))
+                     "%.0f/%.0f" % (med[who][3], med[who][4]), "%.2f/%.2f" % (med[who][5], med[who][6]), "%.2f" % med[who][7],
+                     "%.1f" % med[who][8]))
     g = med.get("gather")
     for who in sides[1:]:
         p = med.get(who)

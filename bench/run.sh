@@ -168,6 +168,9 @@ switches() {
 # minor page faults of the trees (field 10, minflt, the whole process's): a page the allocator gave
 # back to the kernel and touches again costs one
 faults() { local p; for p in "$@"; do tree_cat "$p" stat; done | awk '{ sub(/^[0-9]+ \(.*\) /, ""); n += $8 } END { print n + 0 }'; }
+# the machine's CPU time so far (all of it, and what the hypervisor gave other guests: steal),
+# from /proc/stat's first line; a round whose steal is high ran on a machine shared more than usual
+machine_cpu() { awk '$1 == "cpu" { t = 0; for (i = 2; i <= 9; i++) t += $i; print t, $9; exit }' /proc/stat; }
 # the thread of the trees that has used the most CPU so far (after the warm-up: the event loop)
 busiest_thread() {
   local p; for p in "$@"; do
@@ -221,6 +224,7 @@ bench() {
   local u0; u0=$(CPU_USER=user cpu_all "${pids[@]}")
   local sw0; sw0=$(switches "${pids[@]}")
   local f0; f0=$(faults "${pids[@]}")
+  local m0; m0=$(machine_cpu)
   sample_loop "$GW_PID" "$WORK/sample" & local sampler=$!
   local perf_pid=
   if [[ -n ${PERF_OUT:-} ]]; then # profile the gateway during the measured run (docs/performance.md)
@@ -248,6 +252,7 @@ bench() {
   local u1; u1=$(CPU_USER=user cpu_all "${pids[@]}")
   local sw1; sw1=$(switches "${pids[@]}")
   local f1; f1=$(faults "${pids[@]}")
+  local m1; m1=$(machine_cpu)
   [[ -n $perf_pid ]] && wait "$perf_pid" 2>/dev/null || true
   kill "$sampler" 2>/dev/null || true; wait "$sampler" 2>/dev/null || true
   read -r th_load rss_load < "$WORK/sample" || true
@@ -265,8 +270,10 @@ bench() {
   print_row "$name" "$conns" "$rps" "$p50" "$p90" "$p99" "$non2xx" "$sockerr" "$th_idle/$th_load" \
     "$((rss_idle / 1024))/$((rss_load / 1024))" $((c1 - c0)) "$total" "$load"
   # where the gateway's CPU went: user space against the kernel (sockets, epoll, wake-ups)
-  awk -v u=$((u1 - u0)) -v c=$((c1 - c0)) -v t="$TICKS" -v n="$total" \
-    'BEGIN { printf "    us_cpu/req user %.0f, kernel %.0f\n", u / t / n * 1e6, (c - u) / t / n * 1e6 }'
+  awk -v u=$((u1 - u0)) -v c=$((c1 - c0)) -v t="$TICKS" -v n="$total" -v m0="$m0" -v m1="$m1" \
+    'BEGIN { split(m0, a, " "); split(m1, b, " "); all = b[1] - a[1]
+             printf "    us_cpu/req user %.0f, kernel %.0f; machine steal %.1f%%\n", u / t / n * 1e6, (c - u) / t / n * 1e6,
+                    (all > 0 ? 100 * (b[2] - a[2]) / all : 0) }'
   # how often the side's threads slept (each a wake-up later) and were preempted, per request
   awk -v a="$sw0" -v b="$sw1" -v f=$((f1 - f0)) -v n="$total" 'BEGIN { split(a, x, " "); split(b, y, " ")
     printf "    switches/req sleeps %.2f, preempted %.2f; minor faults/req %.2f\n", (y[1] - x[1]) / n, (y[2] - x[2]) / n, f / n }'
