@@ -72,7 +72,7 @@ std::uint64_t downstream_client::submit(transfer_request request, completion don
   const std::size_t loop = here ? *here : seq % loops;
   const std::uint64_t id = seq * loops + loop;
   ++im.inflight;
-  auto& client = *im.clients[loop];
+  auto& client = im.client_of(id);
   if (here) {
     client.start(id, std::move(request), std::move(done));
     return id;
