@@ -44,7 +44,7 @@ cat "$ROWS.log"
 
 echo
 echo "medians of $ROUNDS interleaved rounds (req/s, p99 ms, non-200, threads idle/load, RSS MiB idle/load, us CPU/req, of it user/kernel, context switches per request: sleeps/preempted, minor page faults per request, the machine's steal); load1 at each row: $(awk '{print $9}' "$ROWS" | sort -n | tr '\n' ' ')"
-echo "the machine's steal during each row (its CPU time the hypervisor gave other guests), in the rows' order: $(awk '{printf "%s:%s ", $1, $15}' "$ROWS")"
+echo "the machine's steal during each row (its CPU time the hypervisor gave other guests), in the rows' order: $(awk '{printf "%s %s %s, ", $2, $1, $15}' "$ROWS")"
 python3 - "$ROWS" "${sides[@]}" <<'PY'
 import statistics, sys
 rows = {}
