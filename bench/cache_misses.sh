@@ -17,31 +17,7 @@ N=${1:-300}
 TOP=${2:-25}
 WORK=$(mktemp -d)
 OUT=$WORK/callgrind.out
-cat > "$WORK/down.py" <<'PY'
-import http.server, time
-class H(http.server.BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    def do_GET(self):
-        if self.path.startswith("/hang"):
-            time.sleep(600)
-            return
-        time.sleep(0.02)
-        body = b'{"id":42,"name":"x","price":12.5}'
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-    def log_message(self, *a): pass
-    def handle_error(self, *a): pass
-class S(http.server.ThreadingHTTPServer):
-    daemon_threads = True
-    def handle_error(self, *a): pass  # the gateway closes hung and timed-out calls: not news
-server = S(("127.0.0.1", 0), H)
-print(server.server_address[1], flush=True)
-server.serve_forever()
-PY
-python3 "$WORK/down.py" > "$WORK/port" 2>/dev/null &
+python3 "$ROOT/bench/valgrind_downstream.py" > "$WORK/port" 2>/dev/null &
 DOWN=$!
 GW=
 trap '[[ -n $GW ]] && kill $GW 2>/dev/null; kill $DOWN 2>/dev/null; rm -rf "$WORK"' EXIT

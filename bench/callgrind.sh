@@ -17,27 +17,7 @@ SECTIONS=${1:-4}
 N=${2:-300}
 OUT=${3:-/tmp/gather.callgrind}
 WORK=$(mktemp -d)
-cat > "$WORK/down.py" <<'PY'
-import http.server, time
-class H(http.server.BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    def do_GET(self):
-        if self.path == "/hang":
-            time.sleep(60)
-            return
-        body = b'{"id":42,"name":"x"}'
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-    def log_message(self, *a): pass
-server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
-server.daemon_threads = True
-print(server.server_address[1], flush=True)
-server.serve_forever()
-PY
-python3 "$WORK/down.py" > "$WORK/port" &
+python3 "$ROOT/bench/valgrind_downstream.py" > "$WORK/port" &
 DOWN=$!
 GW=
 trap '[[ -n $GW ]] && kill $GW 2>/dev/null; kill $DOWN 2>/dev/null; rm -rf "$WORK"' EXIT

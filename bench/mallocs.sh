@@ -19,28 +19,7 @@ SECTIONS=${1:-1}
 N=${2:-1000}
 WORK=$(mktemp -d)
 MEASURE=${MEASURE:-mallocs}
-cat > "$WORK/down.py" <<'PY'
-import http.server, os, sys
-CHUNKED = os.environ.get("CHUNKED") == "1"
-class H(http.server.BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    def do_GET(self):
-        body = b'{"id":42,"name":"x"}'
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        if CHUNKED:
-            self.send_header("Transfer-Encoding", "chunked")
-            body = b"%x\r\n%s\r\n0\r\n\r\n" % (len(body), body)
-        else:
-            self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-    def log_message(self, *a): pass
-server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
-print(server.server_address[1], flush=True)
-server.serve_forever()
-PY
-python3 "$WORK/down.py" > "$WORK/down.port" &
+python3 "$ROOT/bench/valgrind_downstream.py" > "$WORK/down.port" &
 DOWN=$!
 trap 'kill $DOWN 2>/dev/null; rm -rf "$WORK"' EXIT
 until [[ -s $WORK/down.port ]]; do sleep 0.05; done
