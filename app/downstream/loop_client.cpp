@@ -145,6 +145,8 @@ void loop_client::connect(const std::shared_ptr<transfer>& t) {
   const auto address = asio::ip::make_address(t->where.host, ec);
   if (!ec) { // an IP address: no lookup
     const tcp::endpoint endpoint{address, static_cast<unsigned short>(*parse_port(t->where.port))};
+    if (!t->where.tls)
+      return connect_and_send(t, endpoint);
     return t->conn->lowest().async_connect(endpoint, [this, t](const error_code& cec) {
       connected(t, cec);
     });
@@ -159,6 +161,22 @@ void loop_client::connect(const std::shared_ptr<transfer>& t) {
       connected(t, cec);
     });
   });
+}
+
+void loop_client::connect_and_send(const std::shared_ptr<transfer>& t, const tcp::endpoint& endpoint) {
+  auto& socket = t->conn->socket;
+  error_code ec;
+  socket.open(endpoint.protocol(), ec);
+  if (!ec)
+    socket.non_blocking(true, ec); // Asio's own operations then set nothing more
+  if (!ec)
+    socket.set_option(tcp::no_delay(true), ec);
+  if (!ec && ::connect(socket.native_handle(), endpoint.data(), endpoint.size()) != 0 && errno != EINPROGRESS)
+    ec = error_code(errno, asio::error::get_system_category());
+  if (ec)
+    return connected(t, ec);
+  t->connecting = true; // until the request has left: a failure before is the connect's
+  send(t);
 }
 
 void loop_client::connected(const std::shared_ptr<transfer>& t, const error_code& ec) {
@@ -196,8 +214,10 @@ void loop_client::send(const std::shared_ptr<transfer>& t) {
     // as before.
     const auto& bytes = t->request_bytes;
     const auto n = ::send(t->conn->socket.native_handle(), bytes.data(), bytes.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
-    if (n == static_cast<ssize_t>(bytes.size()))
+    if (n == static_cast<ssize_t>(bytes.size())) {
+      t->connecting = false;
       return receive(t);
+    }
     if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
       return lost_connection(t, error_code(errno, asio::error::get_system_category()));
     sent = n > 0 ? static_cast<std::size_t>(n) : 0;
@@ -208,6 +228,7 @@ void loop_client::send(const std::shared_ptr<transfer>& t) {
         return;
       if (ec)
         return lost_connection(t, ec);
+      t->connecting = false;
       receive(t);
     });
   });
@@ -277,6 +298,8 @@ void loop_client::parse(const std::shared_ptr<transfer>& t) {
 }
 
 void loop_client::lost_connection(const std::shared_ptr<transfer>& t, const error_code& ec) {
+  if (t->connecting)
+    return connected(t, ec);
   if (t->reused && !t->resent) {
     t->resent = true;
     t->conn->close();

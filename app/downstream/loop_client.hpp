@@ -66,6 +66,7 @@ struct transfer {
   std::size_t head_bytes = 0; ///< taken by the parser until the head was whole
   bool reused = false;  ///< the connection came from the pool
   bool resent = false;  ///< already sent once more on a new connection
+  bool connecting = false; ///< connect() returned before the handshake was known to be complete
   bool finished = false;
 };
 
@@ -109,6 +110,13 @@ private:
   std::unique_ptr<origin_connection> take_idle(const std::string& key);
   void give_back(std::unique_ptr<origin_connection> conn);
   void connect(const std::shared_ptr<transfer>& t);
+  /// A plain connection to an address: the request goes out right after the non-blocking connect.
+  /// To a peer on this host the kernel completes the handshake inside connect(), and the send
+  /// needs no wait; to another host the send finds the socket not yet writable, and Asio's write
+  /// waits for it as its connect would have (the same number of system calls). Saved per new
+  /// local connection: the connect operation's epoll_ctl for writability, its wake-up, its poll
+  /// and getsockopt.
+  void connect_and_send(const std::shared_ptr<transfer>& t, const tcp::endpoint& endpoint);
   void connected(const std::shared_ptr<transfer>& t, const error_code& ec);
 
   template <class F>

@@ -120,6 +120,9 @@ inline void connection<Stream>::serve(std::string body) {
     admitting_.emplace(*serving_, parser_->head(), request_id_, shared_.stats);
   auto result = shared_.dispatch.serve(serving_, *admitting_, std::move(body), arrived_, sink);
   admitting_.reset();
+  // What the request needs is copied out: its head goes now, while its memory is in the cache,
+  // not after the answer, when hundreds of other requests have pushed it out.
+  parser_.reset();
   if (auto* reply = std::get_if<http_reply>(&result))
     return send_answer(std::move(*reply));
   started_ = std::move(std::get<started_request>(result));

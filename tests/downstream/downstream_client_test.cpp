@@ -5,15 +5,19 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <future>
 #include <map>
 #include <mutex>
 #include <set>
+#include <sstream>
 #include <thread>
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -224,6 +228,67 @@ TEST_CASE("a refused connection is a connect error", "[client]") {
   CHECK(r.http_status == 0);
   CHECK_FALSE(r.detail.empty());
   CHECK(elapsed_ms(start) < 1000);
+}
+
+// Whether this process has a socket in SYN_SENT towards 127.0.0.1:port (/proc/net/tcp).
+bool syn_sent_to(int port) {
+  std::ifstream tcp("/proc/net/tcp");
+  std::string line;
+  char wanted[16];
+  std::snprintf(wanted, sizeof wanted, "0100007F:%04X", port);
+  while (std::getline(tcp, line)) {
+    std::istringstream fields(line);
+    std::string slot, local, remote, state;
+    fields >> slot >> local >> remote >> state;
+    if (remote == wanted && state == "02")
+      return true;
+  }
+  return false;
+}
+
+TEST_CASE("a request whose connect has not completed when connect returns leaves once it has", "[client]") {
+  // The client sends right after a non-blocking connect. A server whose accept queue is full drops
+  // the SYN (sent again ~1 s later), so the connect returns with the handshake still open: the send
+  // must find the socket not yet writable and wait for it, not fail and not lose the request.
+  int port = 0;
+  const int server = gather::test::listen_on_loopback(0, port); // room for one queued connection
+  const int blocker = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<std::uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  REQUIRE(::connect(blocker, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0); // fills it
+  downstream_client client;
+  auto promise = std::make_shared<std::promise<transfer_result>>();
+  auto future = promise->get_future();
+  client.submit(request_for("http://127.0.0.1:" + std::to_string(port) + "/late", 8s),
+                [promise](transfer_result&& r) { promise->set_value(std::move(r)); });
+  REQUIRE(eventually([&] { return syn_sent_to(port); }, 5s)); // its SYN was dropped
+  const int first = ::accept(server, nullptr, nullptr);       // the blocker's: room again
+  REQUIRE(first >= 0);
+  pollfd waiting{server, POLLIN, 0};
+  REQUIRE(::poll(&waiting, 1, 5000) == 1); // the SYN sent again completes the handshake
+  const int conn = ::accept(server, nullptr, nullptr);
+  REQUIRE(conn >= 0);
+  std::string request;
+  char chunk[4096];
+  while (request.find("\r\n\r\n") == std::string::npos) {
+    pollfd readable{conn, POLLIN, 0};
+    REQUIRE(::poll(&readable, 1, 5000) == 1);
+    const auto n = ::recv(conn, chunk, sizeof chunk, 0);
+    REQUIRE(n > 0);
+    request.append(chunk, static_cast<std::size_t>(n));
+  }
+  CHECK(request.rfind("GET /late HTTP/1.1\r\n", 0) == 0);
+  const std::string answer = gather::test::raw_json_response(R"({"late":true})");
+  REQUIRE(::send(conn, answer.data(), answer.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(answer.size()));
+  REQUIRE(future.wait_for(5s) == std::future_status::ready);
+  const transfer_result r = future.get();
+  CHECK(r.error == transfer_error::none);
+  CHECK(r.http_status == 200);
+  CHECK(r.body == R"({"late":true})");
+  for (const int fd : {conn, first, blocker, server})
+    ::close(fd);
 }
 
 TEST_CASE("a server that never answers ends as timeout at the timeout", "[client]") {
