@@ -6,9 +6,13 @@
 //   +-------------------------+    timer, at the         |
 //   |       coordinator       |<---route's deadline)-----+
 //   +-------------------------+
-//      | spawn + request(run)           ^ attempt(i) / section_outcome (a `then`, never `await`)
+//      | spawn + request(run)           ^ section_outcome (a `then`, never `await`)
 //      v                                |
 //   worker[base]  worker[price]  ...  worker[coupon]  (spawned once their dependencies ended ok)
+//
+// Besides messages, the request's actors share one request_progress: the coordinator sets
+// `answered` (a worker's later reply is then counted as late), each worker counts the calls its
+// section started (what the coordinator reports for a section it cuts short).
 //
 // Life: spawn the workers of every section that depends on nothing; on each outcome start the
 // sections it unblocked (or mark them `skipped`); answer as soon as every section has ended, a
@@ -63,7 +67,7 @@ void cancel_open(coordinator_state& st, const char* why) {
       continue;
     auto outcome = skipped(why);
     if (st.phases[i] == phase::running) {
-      outcome.attempts = st.outcomes[i].attempts;
+      outcome.attempts = st.progress->calls_started(i);
       outcome.ms = ms_since(st.started[i]);
     }
     finish(st, i, std::move(outcome));
@@ -102,7 +106,7 @@ void send_events(coordinator_ptr self) {
 void answer(coordinator_ptr self) {
   auto& st = self->state;
   const auto& job = *st.job;
-  st.answered->store(true);
+  st.progress->answered.store(true, std::memory_order_relaxed);
   // A required section failed first: what is still open is cancelled.
   cancel_open(st, "cancelled: a required section failed first");
   if (st.stream) {
@@ -129,7 +133,7 @@ void answer(coordinator_ptr self) {
 void hung_up(coordinator_ptr self) {
   auto& st = self->state;
   const auto& job = *st.job;
-  st.answered->store(true);
+  st.progress->answered.store(true, std::memory_order_relaxed);
   cancel_open(st, "cancelled: the client hung up");
   job.services.stats.client_gone.fetch_add(1, std::memory_order_relaxed);
   job.reply->record().finish(499, job.route->sections, st.outcomes);
@@ -195,7 +199,7 @@ void launch(coordinator_ptr self, std::size_t i) {
   if (!url)
     return finish(st, i, skipped("a field the url reads is absent or not a scalar"));
   auto call = make_section_call(section, st.job->route_index, i, std::move(*url), st.job->inbound,
-                                st.deadline, st.answered, *st.job->serving);
+                                st.deadline, st.progress, *st.job->serving);
   auto worker = self->spawn(section_worker, caf::actor_cast<caf::actor>(self),
                             std::ref(st.job->services), st.job->serving, std::move(call));
   st.phases[i] = phase::running;
@@ -210,7 +214,7 @@ void launch(coordinator_ptr self, std::size_t i) {
             self->send_exit(worker, caf::exit_reason::user_shutdown);
             section_outcome outcome;
             outcome.status = section_status::error;
-            outcome.attempts = self->state.outcomes[i].attempts;
+            outcome.attempts = self->state.progress->calls_started(i);
             outcome.ms = ms_since(self->state.started[i]);
             outcome.detail = "worker: " + self->system().render(err);
             on_outcome(self, i, std::move(outcome));
@@ -259,7 +263,7 @@ void on_deadline(coordinator_ptr self) {
     } else if (st.phases[i] == phase::running) {
       section_outcome outcome;
       outcome.status = section_status::timeout;
-      outcome.attempts = st.outcomes[i].attempts; // counted from the workers' attempt messages
+      outcome.attempts = st.progress->calls_started(i); // counted by the workers
       outcome.ms = ms_since(st.started[i]);
       outcome.detail = "deadline passed";
       finish(st, i, std::move(outcome));
@@ -283,6 +287,7 @@ caf::behavior coordinator(caf::stateful_actor<coordinator_state>* self,
   const auto n = job->route->sections.size();
   job->services.stats.coordinators.fetch_add(1, std::memory_order_relaxed);
   st.job = std::move(job);
+  st.progress = std::make_shared<request_progress>(n);
   // The entry shares the generation's ownership: /debug/actors may read its route after the request.
   st.inflight = std::make_shared<inflight_entry>(
     st.job->inbound.request_id, std::shared_ptr<const route_config>(st.job->serving, st.job->route),
@@ -298,14 +303,13 @@ caf::behavior coordinator(caf::stateful_actor<coordinator_state>* self,
     st.stream = std::make_shared<progressive_answer>(*st.job->route, st.job->format);
     // Stopped by the front (a client that hung up mid-answer, or gone before it began).
     self->set_exit_handler([self](caf::exit_msg& msg) {
-      if (self->state.opened && !self->state.answered->load())
+      if (self->state.opened && !self->state.progress->answered.load(std::memory_order_relaxed))
         hung_up(self);
       self->quit(msg.reason);
     });
   }
   advance(self); // the deadline message comes from the front (see aggregate_job)
   return {
-    [self](attempt_atom, std::size_t i) { ++self->state.outcomes[i].attempts; },
     [self](deadline_atom) { on_deadline(self); },
   };
 }

@@ -26,7 +26,7 @@ caf::behavior node_service(caf::event_based_actor* self, const process_services&
       section_call call;
       call.deadline = std::chrono::steady_clock::now() + millis{work.budget_ms};
       call.work = std::move(work);
-      call.answered = std::make_shared<std::atomic<bool>>(false);
+      call.progress = std::make_shared<request_progress>(0); // its attempts: counted by message
       auto worker = self->spawn(section_worker, requester, std::ref(services), serving, std::move(call));
       return self->delegate(worker, run_atom::value);
     },

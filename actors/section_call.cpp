@@ -11,7 +11,7 @@ namespace gather {
 
 section_call make_section_call(const section_config& section, std::size_t route, std::size_t index,
                                std::string url, const inbound_request& in, steady_time deadline,
-                               std::shared_ptr<std::atomic<bool>> answered,
+                               std::shared_ptr<request_progress> progress,
                                const serving_config& serving) {
   section_call call;
   auto& work = call.work;
@@ -33,7 +33,7 @@ section_call make_section_call(const section_config& section, std::size_t route,
   call.index = index;
   call.name = section.name;
   call.deadline = deadline;
-  call.answered = std::move(answered);
+  call.progress = std::move(progress);
   call.guard = &serving.guards.section(route, index);
   if (section.cache_ttl.count() > 0) {
     // Keyed by the forwarded headers' values too (the claim headers of a route with auth among

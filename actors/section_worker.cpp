@@ -61,7 +61,7 @@ void reply(worker_ptr self, section_outcome outcome) {
   auto& st = self->state;
   outcome.ms = std::chrono::duration_cast<millis>(clock::now() - st.started).count();
   // The coordinator may have answered already: this reply then lands on a dead mailbox.
-  if (st.call.answered->load())
+  if (st.call.progress->answered.load(std::memory_order_relaxed))
     st.services->stats.late_replies.fetch_add(1, std::memory_order_relaxed);
   st.promise.deliver(std::move(outcome));
   st.promised = false;
@@ -85,7 +85,10 @@ void count_attempt(worker_ptr self, bool retry) {
   ++st.attempts;
   if (retry && st.call.guard)
     st.serving->counters.retry(st.call.route, st.call.index);
-  self->send(st.coordinator, attempt_atom::value, st.call.index);
+  // The coordinator reads the count only if it answers before this section ends: a shared counter,
+  // not a message (and a turn of the coordinator) per call. A node's worker reports by message.
+  if (!st.call.progress->count_call(st.call.index))
+    self->send(st.coordinator, attempt_atom::value, st.call.index);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -162,21 +165,21 @@ void launch_call(worker_ptr self, bool retry, concurrency_limit::slot slot) {
   const auto seq = ++st.next_seq;
   st.attempt.count_call(seq);
   auto me = caf::actor_cast<caf::actor>(self);
-  auto answered = st.call.answered;
+  auto progress = st.call.progress;
   auto* stats = &st.services->stats;
   // The hedge timer is the call's own transfer timer (downstream_client.hpp): a call that answers
   // in time costs no timer, message or wake-up for the hedge it did not need.
   if (const auto delay = hedge_delay(st, now)) {
     request.slow_after = *delay;
-    request.slow = [me, answered, attempt = st.attempt.number()] {
-      if (!answered->load())
+    request.slow = [me, progress, attempt = st.attempt.number()] {
+      if (!progress->answered.load(std::memory_order_relaxed))
         caf::anon_send(me, hedge_atom::value, attempt);
     };
   }
   // Runs on an event loop's thread: count or forward, nothing else.
   auto transfer = st.services->client.submit(
-      std::move(request), [me, answered, stats, seq](transfer_result&& r) {
-        if (answered->load())
+      std::move(request), [me, progress, stats, seq](transfer_result&& r) {
+        if (progress->answered.load(std::memory_order_relaxed))
           stats->late_replies.fetch_add(1, std::memory_order_relaxed);
         else
           caf::anon_send(me, done_atom::value, seq, std::move(r));

@@ -49,7 +49,7 @@ struct coordinator_state {
   std::vector<steady_time> started;
   std::vector<std::optional<nlohmann::json>> parsed; ///< data of sections others read, parsed once
   std::size_t open = 0;                              ///< sections not yet done
-  std::shared_ptr<std::atomic<bool>> answered = std::make_shared<std::atomic<bool>>(false);
+  std::shared_ptr<request_progress> progress; ///< shared with the workers
   std::shared_ptr<inflight_entry> inflight; ///< what /debug/actors shows of this request
   /// A progressive answer's events (format ndjson or sse); `pending` holds those made before the
   /// head may leave (a required section still running), `opened` once it has.

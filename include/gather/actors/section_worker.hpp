@@ -12,6 +12,7 @@
 #include <caf/typed_response_promise.hpp>
 
 #include "gather/config/config.hpp"
+#include "gather/actors/request_progress.hpp"
 #include "gather/actors/section_attempts.hpp"
 #include "gather/downstream/downstream_client.hpp"
 #include "gather/values/gateway_stats.hpp"
@@ -32,8 +33,8 @@ struct section_call {
   std::size_t index = 0; ///< the section's position in its route
   std::string name;      ///< the section's name (its calls' spans); empty on a cluster node
   steady_time deadline;
-  /// Set once the request is answered: anything arriving afterwards is a late reply.
-  std::shared_ptr<std::atomic<bool>> answered;
+  /// Shared with the request's coordinator: whether it answered, the calls each section started.
+  std::shared_ptr<request_progress> progress;
   /// Non-empty when the section is cached: the key, and how long entries live.
   std::string cache_key;
   millis cache_ttl{0};
@@ -47,7 +48,7 @@ struct section_call {
 /// request whose URL rendered to `url`.
 section_call make_section_call(const section_config& section, std::size_t route, std::size_t index,
                                std::string url, const inbound_request& in, steady_time deadline,
-                               std::shared_ptr<std::atomic<bool>> answered,
+                               std::shared_ptr<request_progress> progress,
                                const serving_config& serving);
 
 /// "Name: N": the deadline header of a call that may take `call_timeout` with `left` until the
