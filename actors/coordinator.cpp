@@ -17,8 +17,8 @@
 // Life: spawn the workers of every section that depends on nothing; on each outcome start the
 // sections it unblocked (or mark them `skipped`); answer as soon as every section has ended, a
 // required section has failed, or the deadline message comes (still-running sections become
-// `timeout`, waiting ones `skipped`); then quit. Workers monitor the coordinator, so its exit
-// cancels their downstream calls; a reply arriving later lands on a dead mailbox.
+// `timeout`, waiting ones `skipped`); then quit. As its state goes, it sends an exit to the workers
+// still running, which cancel their downstream calls; a reply arriving later lands on a dead mailbox.
 //
 // A progressive answer (job.format ndjson or sse) lives the same life; each section's event is
 // made the moment the section ends (progressive_answer) and sent through the sink, the head first
@@ -202,6 +202,7 @@ void launch(coordinator_ptr self, std::size_t i) {
                                 st.deadline, st.progress, *st.job->serving);
   auto worker = self->spawn(section_worker, caf::actor_cast<caf::actor>(self),
                             std::ref(st.job->services), st.job->serving, std::move(call));
+  st.workers[i] = worker;
   st.phases[i] = phase::running;
   st.started[i] = clock::now();
   // No timeout on this request: the worker's attempts have exact timeouts of their own (the client's),
@@ -251,6 +252,7 @@ void advance(coordinator_ptr self) {
 }
 
 void on_outcome(coordinator_ptr self, std::size_t i, section_outcome outcome) {
+  self->state.workers[i] = nullptr; // it has quit
   finish(self->state, i, std::move(outcome));
   advance(self);
 }
@@ -275,6 +277,12 @@ void on_deadline(coordinator_ptr self) {
 } // namespace
 
 coordinator_state::~coordinator_state() {
+  // Sections cut short by the answer: their workers cancel their calls and quit. (A message only
+  // to those still running, where a monitor per worker cost every worker an attachment to the
+  // coordinator and the coordinator's exit a down message per worker, ended or not.)
+  for (const auto& worker : workers)
+    if (worker)
+      caf::anon_send_exit(worker, caf::exit_reason::user_shutdown);
   if (!job)
     return;
   job->services.stats.coordinators.fetch_sub(1, std::memory_order_relaxed);
@@ -297,6 +305,7 @@ caf::behavior coordinator(caf::stateful_actor<coordinator_state>* self,
   st.phases.assign(n, phase::waiting);
   st.outcomes.resize(n);
   st.started.resize(n);
+  st.workers.resize(n);
   st.parsed.resize(n);
   st.open = n;
   if (st.job->format != answer_format::json) {

@@ -358,6 +358,22 @@ void call_ended(worker_ptr self, std::uint32_t seq, transfer_result&& result) {
 
 using namespace worker_steps;
 
+namespace {
+
+/// What started it is gone: no answer is awaited any more.
+void stop(worker_ptr self) {
+  auto& st = self->state;
+  if (st.promised) { // never leave a promise undelivered: it would pin this actor
+    section_outcome gone;
+    gone.status = section_status::timeout;
+    st.promise.deliver(std::move(gone));
+    st.promised = false;
+  }
+  self->quit(); // as its state goes, the attempt cancels its calls
+}
+
+} // namespace
+
 caf::behavior section_worker(caf::stateful_actor<section_worker_state>* self, caf::actor coordinator,
                              const process_services& services,
                              std::shared_ptr<const serving_config> serving, section_call call) {
@@ -367,19 +383,18 @@ caf::behavior section_worker(caf::stateful_actor<section_worker_state>* self, ca
   st.alive = live_count{services.stats.workers};
   st.call = std::move(call);
   st.coordinator = coordinator;
-  self->monitor(coordinator);
+  // A gateway's worker is stopped by its coordinator's exit message when the request is answered
+  // before the section ends. A node's worker watches the gateway's worker that sent it, in
+  // another process: it ends when that one does, or when the link to it goes.
+  if (!st.call.guard)
+    self->monitor(coordinator);
   self->set_down_handler([self](caf::down_msg& down) {
     auto& st = self->state;
     if (st.remote && down.source == st.remote->actor().address())
       return node_failed(self, "the node went down");
-    if (st.promised) { // never leave a promise undelivered: it would pin this actor
-      section_outcome gone;
-      gone.status = section_status::timeout;
-      st.promise.deliver(std::move(gone));
-      st.promised = false;
-    }
-    self->quit(); // as its state goes, the attempt cancels its calls
+    stop(self);
   });
+  self->set_exit_handler([self](caf::exit_msg&) { stop(self); });
   return {
     [self](run_atom) -> caf::result<section_outcome> {
       auto& st = self->state;

@@ -1,8 +1,8 @@
 // What one request's actors cost alone, on the gateway's own scheduler (loop_scheduler: the actors
 // run on an Asio loop), with no sockets: a coordinator spawns one worker per section, asks it with
-// `request(...).then`, the worker monitors the coordinator, "calls" by posting to the loop a
-// completion that comes back as a message (as the downstream client's does), answers and quits
-// (until 2026-12-03 it also told the coordinator of its attempt by message: the last variant); the coordinator quits once every section answered, and the next request
+// `request(...).then`, the worker "calls" by posting to the loop a completion that comes back as a
+// message (as the downstream client's does), answers and quits (until 2026-12-03 it also monitored
+// the coordinator and told it of its attempt by message: the last two variants); the coordinator quits once every section answered, and the next request
 // starts. CPU time of the loop's thread per request, for each variant (docs/performance.md).
 //
 //   build/bench/actor_cost [requests] [sections]
@@ -28,7 +28,7 @@ using attempt_atom = caf::atom_constant<caf::atom("attempt")>;
 
 struct variant {
   const char* name;
-  bool monitor;  ///< the worker monitors its coordinator (the gateway's workers do)
+  bool monitor;  ///< the worker monitors its coordinator (the gateway's did; a node's worker does)
   bool attempt;  ///< the worker tells the coordinator of its attempt by message (the gateway's did)
   bool call;     ///< the worker's "call" is a round trip through the loop (the gateway's is)
 };
@@ -127,9 +127,9 @@ int main(int argc, char** argv) {
   }
   const variant variants[] = {
     {"spawn + request/then + reply + quit", false, false, false},
-    {"+ worker monitors coordinator", true, false, false},
-    {"+ call completion as a message (gateway shape)", true, false, true},
-    {"+ attempt message to coordinator (before 12-03)", true, true, true},
+    {"+ call completion as a message (gateway shape)", false, false, true},
+    {"+ worker monitors coordinator (until 12-03)", true, false, true},
+    {"+ attempt message to coordinator (until 12-03)", true, true, true},
   };
   std::printf("actor_cost: %zu requests of %zu section(s), one loop\n", requests, sections);
   std::printf("%-50s %12s\n", "variant", "us_cpu/req");

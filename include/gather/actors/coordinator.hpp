@@ -50,6 +50,9 @@ struct coordinator_state {
   std::vector<std::optional<nlohmann::json>> parsed; ///< data of sections others read, parsed once
   std::size_t open = 0;                              ///< sections not yet done
   std::shared_ptr<request_progress> progress; ///< shared with the workers
+  /// The workers of the sections still running: told to stop when the coordinator ends, however it
+  /// ends (its state goes then). A worker that answered has quit by itself and is forgotten.
+  std::vector<caf::actor> workers;
   std::shared_ptr<inflight_entry> inflight; ///< what /debug/actors shows of this request
   /// A progressive answer's events (format ndjson or sse); `pending` holds those made before the
   /// head may leave (a required section still running), `opened` once it has.
