@@ -17,22 +17,19 @@ N=${1:-300}
 TOP=${2:-25}
 WORK=$(mktemp -d)
 OUT=$WORK/callgrind.out
-python3 "$ROOT/bench/valgrind_downstream.py" > "$WORK/port" 2>/dev/null &
-DOWN=$!
-GW=
-trap '[[ -n $GW ]] && kill $GW 2>/dev/null; kill $DOWN 2>/dev/null; rm -rf "$WORK"' EXIT
-until [[ -s $WORK/port ]]; do sleep 0.05; done
-PORT=$(cat "$WORK/port")
+source "$ROOT/bench/valgrind_common.sh"
+DOWN= GW=
+trap 'kill $GW $DOWN 2>/dev/null || true; rm -rf "$WORK"' EXIT
+start_downstream "$WORK"
 cat > "$WORK/config.json" <<JSON
 {"listen": "127.0.0.1:0", "max_inflight": $((N + 100)), "routes": [{"path": "/p/{id}", "deadline_ms": 1500, "sections": [
-  {"name": "base", "url": "http://127.0.0.1:$PORT/d20", "timeout_ms": 500, "required": true},
-  {"name": "reviews", "url": "http://127.0.0.1:$PORT/hang", "timeout_ms": 1000, "fallback": {"score": 0}}]}]}
+  {"name": "base", "url": "http://127.0.0.1:$DPORT/d20", "timeout_ms": 500, "required": true},
+  {"name": "reviews", "url": "http://127.0.0.1:$DPORT/hang", "timeout_ms": 1000, "fallback": {"score": 0}}]}]}
 JSON
 valgrind --tool=callgrind --cache-sim=yes --D1=32768,8,64 --LL=1048576,16,64 --callgrind-out-file="$OUT" \
   --log-file="$WORK/valgrind.log" "$BIN" serve --config "$WORK/config.json" > "$WORK/out" 2>/dev/null &
 GW=$!
-gw_port=""
-until [[ -n $gw_port ]]; do sleep 0.2; gw_port=$(sed -n 's#^listening on http://[0-9.]*:\([0-9]*\)$#\1#p' "$WORK/out"); done
+gw_port=$(gateway_port "$WORK/out" "$GW")
 URL=http://127.0.0.1:$gw_port/p/1
 wrk -t1 -c"$N" -d15s --timeout 20s "$URL" > /dev/null 2>&1 || true # warm-up: the pools fill
 wrk -t1 -c"$N" -d8s --timeout 20s "$URL" > /dev/null 2>&1 || true  # and the waiting settles

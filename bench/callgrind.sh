@@ -17,12 +17,11 @@ SECTIONS=${1:-4}
 N=${2:-300}
 OUT=${3:-/tmp/gather.callgrind}
 WORK=$(mktemp -d)
-python3 "$ROOT/bench/valgrind_downstream.py" > "$WORK/port" &
-DOWN=$!
-GW=
-trap '[[ -n $GW ]] && kill $GW 2>/dev/null; kill $DOWN 2>/dev/null; rm -rf "$WORK"' EXIT
-until [[ -s $WORK/port ]]; do sleep 0.05; done
-python3 - "$SECTIONS" "$(cat "$WORK/port")" "${HANG:-}" > "$WORK/config.json" <<'PY'
+source "$ROOT/bench/valgrind_common.sh"
+DOWN= GW=
+trap 'kill $GW $DOWN 2>/dev/null || true; rm -rf "$WORK"' EXIT
+start_downstream "$WORK"
+python3 - "$SECTIONS" "$DPORT" "${HANG:-}" > "$WORK/config.json" <<'PY'
 import json, sys
 n, port, hang = int(sys.argv[1]), sys.argv[2], sys.argv[3] == "1"
 sections = [{"name": "s%d" % i, "url": "http://127.0.0.1:%s/s%d" % (port, i), "timeout_ms": 1000,
@@ -36,8 +35,7 @@ rm -f "$OUT" "$OUT".*
 valgrind --tool=callgrind --callgrind-out-file="$OUT" --log-file="$WORK/valgrind.log" \
   "$BIN" serve --config "$WORK/config.json" > "$WORK/out" 2>/dev/null &
 GW=$!
-port=""
-until [[ -n $port ]]; do sleep 0.1; port=$(sed -n 's#^listening on http://[0-9.]*:\([0-9]*\)$#\1#p' "$WORK/out"); done
+port=$(gateway_port "$WORK/out" "$GW")
 curl -sf -o /dev/null "http://127.0.0.1:$port/p?n=[1-50]"
 callgrind_control -z "$GW" > /dev/null 2>&1
 curl -sf -o /dev/null "http://127.0.0.1:$port/p?n=[1-$N]"

@@ -19,11 +19,10 @@ SECTIONS=${1:-1}
 N=${2:-1000}
 WORK=$(mktemp -d)
 MEASURE=${MEASURE:-mallocs}
-python3 "$ROOT/bench/valgrind_downstream.py" > "$WORK/down.port" &
-DOWN=$!
-trap 'kill $DOWN 2>/dev/null; rm -rf "$WORK"' EXIT
-until [[ -s $WORK/down.port ]]; do sleep 0.05; done
-DPORT=$(cat "$WORK/down.port")
+source "$ROOT/bench/valgrind_common.sh"
+DOWN=
+trap 'kill $DOWN 2>/dev/null || true; rm -rf "$WORK"' EXIT
+start_downstream "$WORK"
 python3 - "$SECTIONS" "$DPORT" > "$WORK/config.json" <<'PY'
 import json, sys
 n, port = int(sys.argv[1]), sys.argv[2]
@@ -32,14 +31,14 @@ print(json.dumps({"listen": "127.0.0.1:0", "routes": [{"path": "/p", "sections":
     for i in range(n)]}]}))
 PY
 count() { # count REQUESTS: malloc calls (or instructions) over one whole run
-  local out=$WORK/out stat=$WORK/stat port=""
+  local out=$WORK/out stat=$WORK/stat port
   : > "$out"
   local tool=(--tool=dhat --dhat-out-file=/dev/null --soname-synonyms=somalloc='*jemalloc*')
   [[ $MEASURE == mallocs ]] || tool=(--tool=cachegrind --cache-sim=no --cachegrind-out-file=/dev/null)
   valgrind "${tool[@]}" --trace-children=yes --log-file="$stat" \
     "$BIN" serve --config "$WORK/config.json" > "$out" 2>/dev/null &
   local pid=$!
-  until [[ -n $port ]]; do sleep 0.05; port=$(sed -n 's#^listening on http://[0-9.]*:\([0-9]*\)$#\1#p' "$out"); done
+  port=$(gateway_port "$out" "$pid") || return 1
   (($1 > 0)) && curl -sf -o /dev/null "http://127.0.0.1:$port/p?n=[1-$1]"
   kill -INT "$pid"
   wait "$pid" || true
