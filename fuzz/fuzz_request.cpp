@@ -1,14 +1,20 @@
-// Fuzzes the inbound request parser (app/front/request_parser.cpp) on whole byte streams, driven
-// the way a connection drives it (app/front/connection_reading.hpp, parse()): a parser per
-// request, bytes fed as they arrive, a body read only for a POST, pipelined requests parsed from
-// what is left. Input: byte 0 picks the limits (tiny ones reach every refusal), byte 1 seeds how
-// the stream is cut into reads, the rest is the stream.
+// Fuzzes the inbound request parser (app/front/request_parser.cpp) and the connection's read
+// buffer (include/gather/front/read_buffer.hpp) on whole byte streams, driven the way a connection
+// drives them (app/front/connection_reading.hpp, parse()): a parser per request, bytes fed as they
+// arrive, a body read only for a POST, pipelined requests parsed from what is left, and after each
+// request a read ahead that is pending while the next requests are parsed and consumed (the
+// interleaving that once let a pipelined request be parsed from another one's stale bytes).
+// Input: byte 0 picks the limits (tiny ones reach every refusal), byte 1 seeds how the stream is
+// cut into reads, the rest is the stream.
 // Invariants: every request served keeps Gather's limits (line, header bytes and count, body),
 // holds no control byte, is HTTP/1.0 or 1.1, has a body of its declared length, and was chunked
-// when it named a Transfer-Encoding; every refusal has a reason; and the requests served are the
-// same however the stream is cut into reads (same_requests: one exception, Beast's).
+// when it named a Transfer-Encoding; every refusal has a reason; and the requests served (target,
+// headers, body) are the same however the stream is cut into reads (same_requests: one exception,
+// Beast's).
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -16,6 +22,7 @@
 #include <boost/beast/http/error.hpp>
 
 #include "fuzz_check.hpp"
+#include "gather/front/read_buffer.hpp"
 #include "gather/front/request_parser.hpp"
 
 namespace {
@@ -80,27 +87,38 @@ bool same_requests(const std::vector<outcome>& a, const std::vector<outcome>& b)
 std::vector<outcome> run(const gather::inbound_limits& limits, std::size_t max_body, const std::string& stream,
                          reads cut) {
   std::vector<outcome> out;
-  std::string buffer;
+  // As the connection sizes it: a whole head at the limits plus one read.
+  constexpr std::size_t read_chunk = 16384;
+  gather::read_buffer buffer{limits.max_request_line_bytes + limits.max_header_bytes + read_chunk + 4};
   std::size_t fed = 0;
-  const auto feed = [&] {
-    if (fed == stream.size())
+  std::optional<boost::asio::mutable_buffer> pending; // a read ahead the kernel has not filled yet
+  const auto begin = [&] {
+    if (!pending && fed < stream.size() && buffer.room() != 0)
+      pending = buffer.begin_read(cut.next(stream.size() - fed));
+  };
+  const auto feed = [&] { // the pending read (or a new one) completes
+    begin();
+    if (!pending)
       return false;
-    const auto n = cut.next(stream.size() - fed);
-    buffer.append(stream, fed, n);
+    const auto n = std::min(pending->size(), stream.size() - fed);
+    std::memcpy(pending->data(), stream.data() + fed, n);
     fed += n;
+    buffer.end_read(n);
+    pending.reset();
     return true;
   };
   // One request after another while bytes are left, as the connection's parse() loop does.
-  while (!buffer.empty() || fed < stream.size()) {
+  while (buffer.size() != 0 || pending || fed < stream.size()) {
     gather::request_parser parser{limits, max_body};
     bool head_handled = false;
     outcome o;
     for (;;) {
-      if (buffer.empty() && !feed())
+      if (buffer.size() == 0 && !feed())
         return ended(out, o); // the stream ended inside a request: the connection waits, then times out
       boost::beast::error_code ec;
-      const auto used = parser.put(boost::asio::buffer(buffer), ec);
-      buffer.erase(0, used);
+      const auto used = parser.put(buffer.data(), ec);
+      FUZZ_CHECK(used <= buffer.size());
+      buffer.consume(used);
       if (ec == boost::beast::http::error::need_more) {
         if (!feed())
           return ended(out, o);
@@ -148,7 +166,8 @@ std::vector<outcome> run(const gather::inbound_limits& limits, std::size_t max_b
         else
           FUZZ_CHECK(o.body.empty());
         out.push_back(o);
-        break; // the next pipelined request starts with what is left in the buffer
+        begin(); // the connection reads ahead while the request runs...
+        break;   // ...and parses the next pipelined request from what is left before it ends
       }
       if (used == 0 && !feed())
         return ended(out, o);

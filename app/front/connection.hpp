@@ -24,11 +24,11 @@
 #include <boost/asio/ssl/stream.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/write.hpp>
-#include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/string.hpp>
 #include <boost/beast/core/stream_traits.hpp>
 
 #include "gather/front/answer_dress.hpp"
+#include "gather/front/read_buffer.hpp"
 #include "gather/front/request_dispatch.hpp"
 #include "gather/front/request_parser.hpp"
 #include "gather/front/response_bytes.hpp"
@@ -71,9 +71,7 @@ public:
     ignored = {};
     boost::beast::get_lowest_layer(stream_).set_option(boost::asio::ip::tcp::no_delay(true), ignored);
     if (!already_read.empty()) {
-      const auto n = boost::asio::buffer_copy(buffer_.prepare(already_read.size()),
-                                              boost::asio::buffer(already_read));
-      buffer_.commit(n);
+      buffer_.append(already_read.data(), already_read.size());
     }
     if constexpr (is_tls) {
       if (!handshaken) {
@@ -176,7 +174,7 @@ private:
 
   void read();
   void read_now();
-  void on_read(const error_code& ec, std::size_t n);
+  void on_read(const error_code& ec);
 
   /// The client closed or reset its side.
   void on_read_end();
@@ -219,7 +217,7 @@ private:
   std::shared_ptr<const serving_config> serving_;
   std::function<void(connection_base*)> on_close_;
   boost::asio::steady_timer timer_;
-  boost::beast::flat_buffer buffer_;
+  read_buffer buffer_;
   std::optional<request_parser> parser_;
   /// The request at admission, from its head (matched once) until it is served or refused.
   std::optional<admission_request> admitting_;

@@ -35,7 +35,7 @@ inline void connection<Stream>::parse() {
       // The request's generation: every check, limit and route of this request is taken from
       // it, however long it takes and whatever is reloaded meanwhile.
       shared_.serving.refresh(serving_);
-      buffer_.max_size(std::max(buffer_.size(), buffer_limit()));
+      buffer_.set_limit(buffer_limit());
       parser_.emplace(limits(), serving_->cfg.max_body_bytes);
       set_deadline(clock::now() + limits().request_timeout, why::request);
     }
@@ -149,7 +149,7 @@ inline void connection<Stream>::read() {
     // its buffer back: 10,000 idle connections then cost no read buffers. (Not over TLS: a
     // record already decrypted inside OpenSSL would never make the socket readable.)
     if (state_ == phase::reading && !request_begun_ && buffer_.size() == 0) {
-      buffer_.shrink_to_fit();
+      buffer_.release();
       read_pending_ = true;
       stream_.async_wait(boost::asio::socket_base::wait_read,
                          [self = this->shared_from_this()](const error_code& ec) {
@@ -168,24 +168,23 @@ template <class Stream>
 inline void connection<Stream>::read_now() {
   if (read_pending_ || closed_)
     return;
-  const auto room = buffer_.max_size() - buffer_.size();
-  if (room == 0)
+  if (buffer_.room() == 0)
     return; // read ahead no further while a request is in flight (parse() drains it later)
   read_pending_ = true;
-  stream_.async_read_some(buffer_.prepare(std::min(room, read_chunk)),
+  stream_.async_read_some(buffer_.begin_read(read_chunk),
                           [self = this->shared_from_this()](const error_code& ec, std::size_t n) {
                             self->read_pending_ = false;
-                            self->on_read(ec, n);
+                            self->buffer_.end_read(ec ? 0 : n);
+                            self->on_read(ec);
                           });
 }
 
 template <class Stream>
-inline void connection<Stream>::on_read(const error_code& ec, std::size_t n) {
+inline void connection<Stream>::on_read(const error_code& ec) {
   if (closed_)
     return;
   if (ec)
     return on_read_end();
-  buffer_.commit(n);
   switch (state_) {
     case phase::reading: return parse();
     case phase::closing: buffer_.consume(buffer_.size()); return read();

@@ -396,11 +396,50 @@ def case_stream_stall(port, path, headers="{}"):
     return seen
 
 
+def case_pipeline(port, prefix, count, segmented, seed):
+    """`count` GETs of prefix + i on one connection, every HEADERS frame written before any answer
+    is read: all in one write, or (segmented "1") in random segments of 1..700 bytes with pauses
+    of up to 0.3 ms. Each request has its own x-request-id, an x-api-key of 0..7,000 bytes and an
+    x-tenant from a few values, so that the HPACK dynamic table keeps evicting. Per request, in
+    order: the status, the x-request-id answered and the answer's body."""
+    import random
+    rng = random.Random(int(seed))
+    c = client(port)
+    c.pump(lambda: False, 50)  # the server's SETTINGS (its limits) before the burst
+    sids = []
+    for i in range(int(count)):
+        key = "k-%d-" % i + "a" * rng.choice([0, 10, 300, 1500, 4000, 7000])
+        extra = [("x-request-id", "h2-%d" % i), ("x-api-key", key),
+                 ("x-tenant", "t%d" % rng.randrange(6))]
+        sid = c.conn.get_next_available_stream_id()
+        c.conn.send_headers(sid, request_headers(prefix + str(i), "GET", extra), end_stream=True)
+        c.answers[sid] = {"status": None, "headers": {}, "body": b"", "ended": False, "reset": None}
+        sids.append(sid)
+    data = c.conn.data_to_send()
+    if segmented == "1":
+        at = 0
+        while at < len(data):
+            n = rng.randint(1, 700)
+            c.sock.sendall(data[at:at + n])
+            at += n
+            time.sleep(rng.random() * 0.0003)
+    else:
+        c.sock.sendall(data)
+    c.pump(lambda: all(c.finished(s) for s in sids), 30000)
+    out = []
+    for s in sids:
+        a = c.answer_of(s)
+        out.append({"status": a["status"], "request_id": a["headers"].get("x-request-id"),
+                    "body": a["body"]})
+    return {"answers": out}
+
+
 CASES = {
     "get": case_get, "reset": case_reset, "refuse": case_refuse, "rapid_reset": case_rapid_reset,
     "continuation_flood": case_continuation_flood, "big_headers": case_big_headers,
     "flood": case_flood, "window_stall": case_window_stall, "socket_stall": case_socket_stall,
     "incomplete": case_incomplete, "ask": case_ask, "stream_stall": case_stream_stall,
+    "pipeline": case_pipeline,
 }
 
 if __name__ == "__main__":

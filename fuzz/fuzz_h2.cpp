@@ -1,0 +1,110 @@
+// Fuzzes the inbound HTTP/2 session (app/front/h2_session.cpp: libnghttp2 with Gather's bounds)
+// on whole byte streams after the client preface, fed as a connection feeds it: what arrives is
+// received, then what the session has to send is taken (and dropped: no client reads it here).
+// Input: byte 0 seeds how the stream is cut into reads, the rest follows the preface.
+// Invariants: the session neither crashes nor leaks; every stream's request (its header list,
+// head and body ends, body bytes, how it closed) is the same however the stream is cut into reads,
+// so a stream's headers are its own whatever HPACK's dynamic table and the reads did between them.
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "fuzz_check.hpp"
+#include "../app/front/h2_session.hpp" // private to the front; the fuzz target is its one other user
+
+namespace {
+
+/// One stream as the session told it.
+struct stream_seen {
+  std::vector<std::pair<std::string, std::string>> headers;
+  std::string body;
+  bool opened = false, too_large = false, head_done = false, ends_stream = false, body_done = false;
+  bool closed = false;
+  std::uint32_t close_code = 0;
+  bool operator==(const stream_seen& o) const {
+    return headers == o.headers && body == o.body && opened == o.opened && too_large == o.too_large &&
+           head_done == o.head_done && ends_stream == o.ends_stream && body_done == o.body_done &&
+           closed == o.closed && close_code == o.close_code;
+  }
+};
+
+struct recorder final : gather::h2_events {
+  std::map<std::int32_t, stream_seen> streams;
+  void stream_opened(std::int32_t id) override { streams[id].opened = true; }
+  void header(std::int32_t id, std::string_view name, std::string_view value) override {
+    streams[id].headers.emplace_back(name, value);
+  }
+  void header_list_too_large(std::int32_t id) override { streams[id].too_large = true; }
+  void head_done(std::int32_t id, bool ends_stream) override {
+    streams[id].head_done = true;
+    streams[id].ends_stream = ends_stream;
+  }
+  void body(std::int32_t id, std::string_view bytes) override { streams[id].body.append(bytes); }
+  void body_done(std::int32_t id) override { streams[id].body_done = true; }
+  void stream_closed(std::int32_t id, std::uint32_t code) override {
+    streams[id].closed = true;
+    streams[id].close_code = code;
+  }
+  long answer_bytes(std::int32_t, std::uint8_t*, std::size_t, bool&) override { return -1; }
+};
+
+struct seen {
+  std::map<std::int32_t, stream_seen> streams;
+  bool failed = false;
+  gather::h2_abuse abuse = gather::h2_abuse::none;
+};
+
+seen run(const std::string& stream, std::uint32_t cut) {
+  gather::http2_limits limits;
+  // Time must not decide: the rate bounds (token buckets on the clock) are out of reach here.
+  limits.max_resets_per_second = 1000000000;
+  limits.max_control_frames_per_second = 1000000000;
+  recorder events;
+  seen out;
+  {
+    gather::h2_session session{limits, events};
+    std::string sent;
+    std::size_t at = 0;
+    while (at < stream.size()) {
+      std::size_t n = stream.size() - at;
+      if (cut != 0) {
+        cut = cut * 1103515245u + 12345u;
+        n = std::min<std::size_t>(n, 1 + (cut >> 16) % 64);
+      }
+      const bool ok = session.receive(reinterpret_cast<const std::uint8_t*>(stream.data()) + at, n);
+      at += n;
+      sent.clear();
+      session.produce(sent, 65536);
+      if (!ok) {
+        out.failed = true;
+        break;
+      }
+    }
+    do {
+      sent.clear();
+      session.produce(sent, 65536);
+    } while (!sent.empty());
+    out.abuse = session.abuse();
+  }
+  out.streams = std::move(events.streams);
+  return out;
+}
+
+} // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  if (size < 1)
+    return 0;
+  const std::string stream =
+      std::string("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n") + std::string(reinterpret_cast<const char*>(data) + 1, size - 1);
+  const auto whole = run(stream, 0);
+  const auto pieces = run(stream, data[0] | 1u);
+  FUZZ_CHECK(whole.failed == pieces.failed);
+  FUZZ_CHECK(whole.abuse == pieces.abuse);
+  FUZZ_CHECK(whole.streams == pieces.streams);
+  return 0;
+}
