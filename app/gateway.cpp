@@ -18,6 +18,7 @@
 #include "gather/cluster/origin_allowlist.hpp"
 #include "gather/cluster/cluster_transport.hpp"
 #include "gather/downstream/downstream_client.hpp"
+#include "gather/downstream/proto_catalog.hpp"
 #include "gather/front/http_server.hpp"
 #include "gather/front/request_dispatch.hpp"
 #include "gather/resilience/section_guards.hpp"
@@ -74,6 +75,10 @@ void log_event(const char* event, nlohmann::ordered_json rest) {
 /// A configuration generation with its routes' gates (gather/admission/gates.hpp).
 std::shared_ptr<const serving_config> generation_of(config cfg, std::uint64_t number,
                                                     metrics::registry& series, jwks_registry& keys) {
+  // `gather serve` built the descriptors when it checked the file; a config made otherwise (the
+  // demo, a test) gets them here.
+  if (const auto problems = attach_proto_catalog(cfg); !problems.empty())
+    throw std::runtime_error(problems.front());
   auto gates = make_admission_gates(cfg, &keys);
   return std::make_shared<const serving_config>(std::move(cfg), number, series, std::move(gates));
 }

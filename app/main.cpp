@@ -13,6 +13,7 @@
 #include "gather/admission/auth_check.hpp"
 #include "gather/config/config.hpp"
 #include "gather/demo.hpp"
+#include "gather/downstream/proto_catalog.hpp"
 #include "gather/front/tls_context.hpp"
 #include "gather/gateway.hpp"
 #include "gather/cluster/cluster_transport.hpp"
@@ -41,7 +42,8 @@ sigset_t serve_signals() {
   return set;
 }
 
-/// The config, with the problems only its files show (TLS certificates and keys, JWK sets) added.
+/// The config, with the problems only its files show (TLS certificates and keys, JWK sets, the
+/// gRPC sections' descriptors, which it then holds) added.
 gather::config_result load_checked(const std::string& file) {
   auto result = gather::load_config_file(file);
   if (!result.value)
@@ -54,6 +56,8 @@ gather::config_result load_checked(const std::string& file) {
            {"cluster.tls.cert_file", "cluster.tls.key_file", "cluster.tls.ca_file"}))
       result.problems.push_back(problem);
   for (auto& problem : gather::auth_problems(*result.value))
+    result.problems.push_back(std::move(problem));
+  for (auto& problem : gather::attach_proto_catalog(*result.value))
     result.problems.push_back(std::move(problem));
   if (!result.problems.empty())
     result.value.reset();

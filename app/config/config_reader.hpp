@@ -167,6 +167,20 @@ std::string placeholder_text(std::string_view name);
 std::vector<std::string> url_prefix_problems(std::string_view url);
 /// Reads the required `url` member as a template; problems are reported under its path.
 url_template read_url(const object_reader& object, const template_scope& scope);
+/// Literal text and `{...}` placeholders of any string (a URL's, a gRPC message's); every
+/// problem with a placeholder is appended to `errors`.
+url_template parse_template_text(std::string_view source, const template_scope& scope,
+                                 std::vector<std::string>& errors);
+
+// ---------------------------------------------------------------------------------------------
+// gRPC (read_grpc.cpp)
+
+/// The `grpc` member of a section or batch; nullopt when absent or (reported) not an object.
+std::optional<grpc_call_config> read_grpc(const object_reader& parent, const template_scope& scope);
+/// The top-level `protos`.
+void read_protos(const object_reader& top, protos_config& out);
+/// The sections a gRPC message's placeholders read (kind::section), each once.
+void add_message_dependencies(const grpc_call_config& grpc, std::vector<std::size_t>& out);
 
 // ---------------------------------------------------------------------------------------------
 // Sections and batches (read_sections.cpp, read_batch.cpp, read_call_settings.cpp)

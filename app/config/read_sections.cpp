@@ -85,13 +85,21 @@ section_config read_section(const object_reader& section, std::size_t index,
                             const std::map<std::string, std::size_t>& names) {
   section.reject_unknown_keys({"name", "url", "timeout_ms", "required", "fallback", "fallback_from",
                                "retry", "cache_ttl_ms", "stale_ttl_ms", "fields", "forward_headers",
-                               "hedge", "max_concurrent", "circuit"});
+                               "hedge", "max_concurrent", "circuit", "grpc"});
   const template_scope scope{route_path_valid ? &route : nullptr, &names, index,
                              route.auth.has_value()};
   section_config out;
   read_section_name(section, index, names, out);
-  out.url = read_url(section, scope);
+  if (section.find("grpc") && section.find("url"))
+    section.problems().add(section.path(),
+                           "has both \"url\" and \"grpc\" (a section calls one or the other)");
+  else if (section.find("grpc"))
+    out.grpc = read_grpc(section, scope);
+  else
+    out.url = read_url(section, scope);
   out.depends_on = url_dependencies(out.url);
+  if (out.grpc)
+    add_message_dependencies(*out.grpc, out.depends_on);
   section.read_required_millis("timeout_ms", 1, max_timeout_ms, out.timeout);
   section.read_bool("required", out.required);
   if (const json* fallback = section.find("fallback")) {

@@ -99,14 +99,9 @@ std::vector<std::string> url_prefix_problems(std::string_view url) {
   return errors;
 }
 
-namespace {
-
-/// Parses `source` into parts; every problem with it is appended to `errors`.
-url_template parse_url_template(std::string_view source, const template_scope& scope,
-                                std::vector<std::string>& errors) {
+url_template parse_template_text(std::string_view source, const template_scope& scope,
+                                 std::vector<std::string>& errors) {
   url_template tpl{std::string(source), {}};
-  for (std::string& error : url_prefix_problems(source))
-    errors.push_back(std::move(error));
   std::size_t at = 0;
   while (at < source.size()) {
     const std::size_t brace = source.find_first_of("{}", at);
@@ -128,6 +123,16 @@ url_template parse_url_template(std::string_view source, const template_scope& s
     at = close + 1;
   }
   return tpl;
+}
+
+namespace {
+
+/// Parses `source` into parts; every problem with it is appended to `errors`.
+url_template parse_url_template(std::string_view source, const template_scope& scope,
+                                std::vector<std::string>& errors) {
+  for (std::string& error : url_prefix_problems(source))
+    errors.push_back(std::move(error));
+  return parse_template_text(source, scope, errors);
 }
 
 } // namespace

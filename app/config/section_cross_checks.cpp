@@ -108,13 +108,18 @@ void check_projected_references(const std::vector<section_config>& sections,
   for (std::size_t i = 0; i < sections.size(); ++i) {
     const section_config& section = sections[i];
     const std::string path = element_path(sections_path, i);
-    for (const url_part& part : section.url.parts) {
-      if (part.what == url_part::kind::section &&
-          !projection_keeps_value(sections[part.section].fields, part.field))
-        problems.add(member_path(path, "url"), placeholder_text(dotted(part.text, part.field)) +
-                                                   " reads a field that " + part.text +
-                                                   "'s \"fields\" leaves out");
-    }
+    const auto check_parts = [&](const url_template& tpl, const std::string& where) {
+      for (const url_part& part : tpl.parts) {
+        if (part.what == url_part::kind::section &&
+            !projection_keeps_value(sections[part.section].fields, part.field))
+          problems.add(where, placeholder_text(dotted(part.text, part.field)) +
+                                  " reads a field that " + part.text + "'s \"fields\" leaves out");
+      }
+    };
+    check_parts(section.url, member_path(path, "url"));
+    if (section.grpc)
+      for (const message_placeholder& placeholder : section.grpc->placeholders)
+        check_parts(placeholder.text, member_path(path, "grpc.message"));
     const std::optional<field_ref>& from = section.fallback_from;
     if (from && !projection_keeps_anything(sections[from->section].fields, from->field)) {
       const std::string& target = sections[from->section].name;

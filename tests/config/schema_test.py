@@ -93,6 +93,13 @@ def setUpModule():
     x = base64.urlsafe_b64encode(made.stdout[-32:]).decode().rstrip("=")
     with open(os.path.join(WORK_DIR, "jwks.json"), "w", encoding="utf-8") as f:
         json.dump({"keys": [{"kty": "OKP", "crv": "Ed25519", "x": x, "kid": "k1"}]}, f)
+    # The examples' protos: the gRPC tests' library.proto as a descriptor set and as a source.
+    shutil.copytree(source_path("tests", "downstream", "protos"), os.path.join(WORK_DIR, "protos"))
+    made = subprocess.run(["protoc", "-I", "protos", "--include_imports",
+                           "--descriptor_set_out=library.pb", "linkd/v3/library.proto"],
+                          cwd=WORK_DIR, capture_output=True, text=True)
+    if made.returncode != 0:
+        raise RuntimeError("protoc failed: " + made.stderr)
 
 
 def tearDownModule():

@@ -21,6 +21,7 @@ extern "C" int gather_fuzz_request(const std::uint8_t* data, std::size_t size);
 extern "C" int gather_fuzz_h2(const std::uint8_t* data, std::size_t size);
 extern "C" int gather_fuzz_response(const std::uint8_t* data, std::size_t size);
 extern "C" int gather_fuzz_url_split(const std::uint8_t* data, std::size_t size);
+extern "C" int gather_fuzz_grpc(const std::uint8_t* data, std::size_t size);
 #ifdef GATHER_REPLAY_URL_CORPUS
 extern "C" int gather_fuzz_url(const std::uint8_t* data, std::size_t size);
 #endif
@@ -66,6 +67,7 @@ TEST_CASE("fuzz corpora replay through the fuzz targets' checks", "[unit][fuzz]"
   CHECK(replay("h2", gather_fuzz_h2) > 0);
   CHECK(replay("response", gather_fuzz_response) > 0);
   CHECK(replay("url_split", gather_fuzz_url_split) > 0);
+  CHECK(replay("grpc", gather_fuzz_grpc) > 0);
 #ifdef GATHER_REPLAY_URL_CORPUS
   CHECK(replay("url", gather_fuzz_url) > 0);
 #endif

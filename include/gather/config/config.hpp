@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -80,9 +81,46 @@ struct retry_budget_policy {
   double min_per_s = 10;
 };
 
+/// A string of a gRPC message template that holds placeholders (docs/config.md#grpc-sections).
+struct message_placeholder {
+  std::string pointer; ///< JSON pointer to the string inside `grpc_call_config::message`
+  url_template text;   ///< its parts: literal text and placeholders (`source` as written)
+  /// The string is exactly one placeholder: its value keeps its own JSON type where the field is
+  /// not a string (a number stays a number), and is text in a string field.
+  bool whole = false;
+};
+
+/// `grpc` (docs/config.md#grpc-sections): a gRPC method called instead of a URL.
+struct grpc_call_config {
+  std::string target;  ///< "http://host:port" or "https://host:port" as written
+  std::string service; ///< "package.Service"
+  std::string method;  ///< "Method"
+  /// The request message in the proto3 JSON mapping, placeholders as written.
+  nlohmann::json message = nlohmann::json::object();
+  std::vector<message_placeholder> placeholders; ///< every string of `message` holding one
+  std::size_t max_messages = 0; ///< server streaming: cancel after this many; 0: not given
+  bool reflection = false;      ///< the target's descriptors are asked for by server reflection
+  /// "package.Service/Method", as the call's :path writes it after its "/".
+  std::string full_method() const { return service + "/" + method; }
+};
+
+/// `protos` (docs/config.md#grpc-sections): where the gRPC sections' message types come from.
+struct protos_config {
+  std::vector<std::string> descriptor_sets; ///< FileDescriptorSet files (protoc --descriptor_set_out)
+  std::vector<std::string> files;           ///< .proto files compiled at start, found under import_paths
+  std::vector<std::string> import_paths;    ///< empty: the working directory
+};
+
+/// The descriptors `protos` names, compiled, and each gRPC section's plan over them
+/// (gather/downstream/proto_catalog.hpp): built by build_proto_catalog, outside the config
+/// reader (it reads files), and held by the config so that a reload builds new ones and requests
+/// in flight keep theirs.
+struct proto_catalog;
+
 struct section_config {
   std::string name;
-  url_template url;
+  url_template url; ///< empty for a gRPC section
+  std::optional<grpc_call_config> grpc; ///< a gRPC section: the method instead of `url`
   millis timeout{0};
   bool required = false;
   std::optional<nlohmann::json> fallback;
@@ -100,7 +138,8 @@ struct section_config {
 };
 
 struct batch_config {
-  url_template url; ///< contains an `{item}` part
+  url_template url; ///< contains an `{item}` part (empty when `grpc` is given)
+  std::optional<grpc_call_config> grpc; ///< its message contains an `{item}` placeholder
   std::size_t max_items = 1000;
   std::size_t concurrency = 16;
   millis timeout{0};
@@ -262,6 +301,10 @@ struct config {
   std::string deadline_header = "X-Timeout-Ms";
   std::optional<cors_config> cors;               ///< absent: no CORS headers, OPTIONS is 405
   std::optional<compression_config> compression; ///< absent: every answer identity
+  protos_config protos;
+  /// `protos` compiled and the gRPC sections resolved; null until build_proto_catalog ran (and
+  /// always for a config without gRPC sections).
+  std::shared_ptr<const proto_catalog> descriptors;
 };
 
 /// Either a config or every problem found, one string each: "<json path>: <what is wrong>",

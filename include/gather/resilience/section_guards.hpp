@@ -21,7 +21,7 @@ public:
   retry_budget& batch_budget(std::size_t route) { return *batch_budgets_[route]; }
 
 private:
-  retry_budget& budget_for(const url_template& url);
+  retry_budget& budget_for(const std::string& url);
 
   retry_budget_policy policy_;
   std::map<std::string, std::unique_ptr<retry_budget>> budgets_; ///< by host:port

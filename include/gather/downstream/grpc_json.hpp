@@ -1,0 +1,61 @@
+// A gRPC call's message and answer in JSON (docs/config.md#grpc-sections): the request message
+// rendered from the section's template, JSON to protobuf bytes and back, with the three fixed
+// print choices (field names as in the .proto, default values printed, enums by name).
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "gather/config/config.hpp"
+
+namespace google::protobuf {
+class Descriptor;
+class DynamicMessageFactory;
+namespace util {
+class TypeResolver;
+}
+} // namespace google::protobuf
+
+namespace gather::grpc {
+
+/// The raw value of a placeholder: text for what the inbound request gives (a capture, a query
+/// parameter, a header), a JSON scalar for a section's field, a batch item or a claim; nullopt
+/// when the message cannot be made (a section's field that is absent or not a scalar).
+using value_resolver = std::function<std::optional<nlohmann::json>(const url_part&)>;
+
+/// `call.message` with every placeholder filled in. A string that is one whole placeholder takes
+/// the value itself, as text where `as_text` says its field is a string; any other string takes
+/// each value as text (no encoding: the message is not a URL). nullopt when a value is missing.
+std::optional<nlohmann::json> render_message(const grpc_call_config& call,
+                                             const std::vector<bool>& as_text,
+                                             const value_resolver& resolve);
+
+struct conversion {
+  bool ok = false;
+  std::string text;  ///< the message's bytes (encode) or its JSON (decode)
+  std::string error; ///< why not, for the log
+};
+
+/// What converting messages of one descriptor pool needs (thread-safe, both).
+struct message_types {
+  google::protobuf::util::TypeResolver& resolver;
+  google::protobuf::DynamicMessageFactory& factory;
+};
+
+/// `message` (proto3 JSON) as the bytes of a `type` message; a key the type lacks or a value its
+/// field cannot hold is an error.
+conversion encode_message(const message_types& types, const google::protobuf::Descriptor& type,
+                          const nlohmann::json& message);
+
+/// The bytes of a `type` message as JSON: names as the .proto writes them, every field printed
+/// with its default, enums by name (int64 as strings, bytes as base64, as the mapping says).
+/// Bytes that are not such a message (malformed wire format, a field cut short) are an error.
+conversion decode_message(const message_types& types, const google::protobuf::Descriptor& type,
+                          std::string_view bytes);
+
+} // namespace gather::grpc
