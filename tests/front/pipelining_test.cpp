@@ -48,7 +48,7 @@ json pipelining_config(const std::string& base) {
       "/r/{id}",
       {section("s", base + "/x/{id}", 5000,
                {{"required", true}, {"forward_headers", {"x-api-key", "x-tenant"}}})},
-      10000);
+      10000, {{"max_inflight", 256}}); // 90 h2 streams run at once: none may be refused as overload
   cfg["routes"].push_back(
       {{"path", "/b"}, {"batch", {{"url", base + "/x/{item}"}, {"timeout_ms", 5000}}}});
   return cfg;
