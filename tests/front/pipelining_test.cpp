@@ -30,7 +30,9 @@ namespace {
 
 /// Answers /x/<anything> with the path and the headers it was called with.
 struct echo_everything {
-  test_server server;
+  // A thread per downstream connection (cpp-httplib holds one for a connection's keep-alive life):
+  // the 90 h2 streams may open 90 at once, more than the default 64.
+  test_server server{256};
   echo_everything() {
     server.get("/x/(.*)", [](const httplib::Request& req, httplib::Response& res) {
       json body = {{"path", req.path},
