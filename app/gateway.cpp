@@ -29,6 +29,7 @@
 #include "gather/actors/section_cache.hpp"
 #include "gather/actors/messages.hpp"
 #include "gather/tracing/span_exporter.hpp"
+#include "gather/shared/shared_store.hpp"
 
 namespace gather {
 
@@ -74,13 +75,20 @@ void log_event(const char* event, nlohmann::ordered_json rest) {
 
 /// A configuration generation with its routes' gates (gather/admission/gates.hpp).
 std::shared_ptr<const serving_config> generation_of(config cfg, std::uint64_t number,
-                                                    metrics::registry& series, jwks_registry& keys) {
+                                                    metrics::registry& series, jwks_registry& keys,
+                                                    std::shared_ptr<shared_store> store) {
   // `gather serve` built the descriptors when it checked the file; a config made otherwise (the
   // demo, a test) gets them here.
   if (const auto problems = attach_proto_catalog(cfg); !problems.empty())
     throw std::runtime_error(problems.front());
-  auto gates = make_admission_gates(cfg, &keys);
+  auto gates = make_admission_gates(cfg, &keys, std::move(store));
   return std::make_shared<const serving_config>(std::move(cfg), number, series, std::move(gates));
+}
+
+/// The store of `cfg.shared` (docs/shared.md), null without one. Reads the password file and
+/// resolves the host: throws std::runtime_error saying what is wrong.
+std::shared_ptr<shared_store> store_of(const config& cfg) {
+  return cfg.shared ? std::make_shared<shared_store>(*cfg.shared) : nullptr;
 }
 
 std::size_t section_count(const config& cfg) {
@@ -113,6 +121,8 @@ io_loops& started(io_loops& loops) {
 struct gateway::impl {
   gateway_stats stats;
   metrics::registry series;
+  /// The shared store (`shared`), null without one; made again by a reload that has one.
+  std::shared_ptr<shared_store> store;
   /// The JWK sets fetched from URLs, kept across reloads; fetches through `client`, so it is
   /// destroyed after the client (whose transfers end without completions when it goes).
   jwks_registry keys;
@@ -143,8 +153,19 @@ struct gateway::impl {
   std::unique_ptr<http_server> admin_server; ///< null without `admin`
   int admin_port = 0;
 
+  /// Closes the store's connections on their loops while the loops still run (a generation may
+  /// keep the store itself longer). Destroyed first: requests still running find it stopped.
+  struct store_stopper {
+    std::shared_ptr<shared_store>& store;
+    ~store_stopper() {
+      if (store)
+        store->stop();
+    }
+  } store_stop{store};
+
   explicit impl(config c)
-    : first(generation_of(std::move(c), 1, series, keys)),
+    : store(store_of(c)),
+      first(generation_of(std::move(c), 1, series, keys, store)),
       spans(exporter_of(cfg, client, loops)),
       stopper{started(loops)},
       system(actor_config(actor_cfg, cfg, loops)),
@@ -157,6 +178,8 @@ struct gateway::impl {
                                                              admin_dispatch, listener_role::admin)
                              : nullptr) {
     keys.start(client);
+    if (store)
+      store->start(loops, stats.shared);
   }
 };
 
@@ -207,10 +230,28 @@ bool gateway::reload(config_result loaded, const std::string& source) {
   const auto previous = im.serving.current();
   if (bounds.max_entries != previous->cfg.cache_max_entries || bounds.max_bytes != previous->cfg.cache_max_bytes)
     im.cache.resize(bounds);
-  auto generation = generation_of(std::move(next), ++im.generations, im.series, im.keys);
+  // A reload with `shared` connects again (the password file is read again); the old store's
+  // connections close once the new generation is in force.
+  std::shared_ptr<shared_store> store;
+  try {
+    store = store_of(next);
+  } catch (const std::exception& error) {
+    im.stats.config_reloads_invalid.fetch_add(1);
+    log_event("config_reload", {{"result", "invalid"}, {"file", source}, {"problems", 1},
+                                {"generation", im.generations}, {"detail", error.what()}});
+    return false;
+  }
+  if (store)
+    store->start(im.loops, im.stats.shared);
+  else
+    im.stats.shared.up.store(-1);
+  auto generation = generation_of(std::move(next), ++im.generations, im.series, im.keys, store);
   const auto routes = generation->cfg.routes.size();
   const auto sections = section_count(generation->cfg);
   im.serving.install(std::move(generation));
+  if (im.store)
+    im.store->stop();
+  im.store = std::move(store);
   im.stats.config_reloads_ok.fetch_add(1); // after install: whoever sees the count sees the config
   log_event("config_reload", {{"result", "ok"}, {"file", source}, {"generation", im.generations},
                               {"routes", routes}, {"sections", sections}});

@@ -51,11 +51,11 @@ void check_token(const jwt_guard& jwt, const std::vector<std::pair<std::string, 
   verdict.detail = std::string("auth: ") + reason_text(outcome.failure);
 }
 
-void check_limit(const rate_limiter& limit, const std::vector<std::pair<std::string, std::string>>& headers,
+void check_limit(const route_gate& gate, const std::vector<std::pair<std::string, std::string>>& headers,
                  const std::string& peer, std::chrono::steady_clock::time_point now,
                  gate_verdict& verdict) {
-  const auto key = rate_limit_key(limit.config(), peer, headers, verdict.claims.get());
-  const auto decision = limit.take(key, now);
+  const auto key = rate_limit_key(gate.limit->config(), peer, headers, verdict.claims.get());
+  const auto decision = gate.shared ? gate.shared->take(key, now) : gate.limit->take(key, now);
   if (decision.allowed)
     return;
   verdict.status = 429;
@@ -66,7 +66,8 @@ void check_limit(const rate_limiter& limit, const std::vector<std::pair<std::str
 
 } // namespace
 
-std::shared_ptr<const admission_gates> make_admission_gates(const config& cfg, jwks_registry* keys) {
+std::shared_ptr<const admission_gates> make_admission_gates(const config& cfg, jwks_registry* keys,
+                                                            std::shared_ptr<shared_store> store) {
   auto gates = std::make_shared<admission_gates>();
   gates->routes.resize(cfg.routes.size());
   for (std::size_t i = 0; i < cfg.routes.size(); ++i) {
@@ -82,6 +83,8 @@ std::shared_ptr<const admission_gates> make_admission_gates(const config& cfg, j
     }
     if (route.rate_limit)
       gate.limit = std::make_unique<rate_limiter>(*route.rate_limit);
+    if (route.rate_limit && route.rate_limit->shared && store)
+      gate.shared = std::make_unique<shared_limit>(*route.rate_limit, route.path, store);
   }
   return gates;
 }
@@ -94,11 +97,11 @@ gate_verdict pass_gate(const route_gate& gate, const std::vector<std::pair<std::
   const bool limit_first =
       gate.limit && gate.limit->config().per != rate_limit_config::key_kind::claim;
   if (limit_first)
-    check_limit(*gate.limit, headers, peer, now, verdict);
+    check_limit(gate, headers, peer, now, verdict);
   if (verdict.status == 0 && gate.jwt)
     check_token(*gate.jwt, headers, verdict);
   if (verdict.status == 0 && gate.limit && !limit_first)
-    check_limit(*gate.limit, headers, peer, now, verdict);
+    check_limit(gate, headers, peer, now, verdict);
   return verdict;
 }
 

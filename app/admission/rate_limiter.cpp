@@ -140,6 +140,19 @@ rate_limiter::decision rate_limiter::take(std::string_view key,
   }
 }
 
+void rate_limiter::raise(std::string_view key, std::chrono::steady_clock::time_point at,
+                         std::chrono::steady_clock::time_point now_at) const {
+  using std::chrono::duration_cast;
+  using std::chrono::nanoseconds;
+  const std::uint64_t hash = std::max<std::uint64_t>(1, keyed_hash(key));
+  const std::int64_t now = duration_cast<nanoseconds>(now_at.time_since_epoch()).count();
+  const std::int64_t target = duration_cast<nanoseconds>(at.time_since_epoch()).count();
+  slot& bucket = find_or_claim(hash, now);
+  std::int64_t tat = bucket.tat.load(std::memory_order_relaxed);
+  while (tat < target && !bucket.tat.compare_exchange_weak(tat, target, std::memory_order_relaxed)) {
+  }
+}
+
 std::string rate_limit_key(const rate_limit_config& cfg, std::string_view peer_address,
                            const std::vector<std::pair<std::string, std::string>>& headers,
                            const nlohmann::json* claims) {

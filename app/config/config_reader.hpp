@@ -60,6 +60,7 @@ public:
     items_.push_back(path + ": " + message);
   }
   bool empty() const { return items_.empty(); }
+  std::size_t size() const { return items_.size(); }
   std::vector<std::string> take() { return std::move(items_); }
 
 private:
@@ -134,6 +135,11 @@ std::optional<tracing_config> read_tracing(const object_reader& top);
 /// not an object.
 std::optional<cors_config> read_cors(const object_reader& top);
 std::optional<compression_config> read_compression(const object_reader& top);
+/// The `shared` object (read_shared.cpp); nullopt when absent or (reported) invalid.
+std::optional<shared_config> read_shared(const object_reader& top);
+/// `rate_limit.shared` and `cache_shared` need a top-level `shared` (reported by JSON path);
+/// `shared_written`: the document has one (valid or not: an invalid one is reported already).
+void check_shared_users(const config& cfg, bool shared_written, problem_list& problems);
 
 // ---------------------------------------------------------------------------------------------
 // Route paths (route_paths.cpp)

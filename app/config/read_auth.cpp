@@ -132,7 +132,7 @@ std::optional<rate_limit_config> read_rate_limit(const object_reader& route, boo
   const auto limit = route.read_object("rate_limit");
   if (!limit)
     return std::nullopt;
-  limit->reject_unknown_keys({"per", "rate_per_s", "burst", "max_keys"});
+  limit->reject_unknown_keys({"per", "rate_per_s", "burst", "max_keys", "shared"});
   rate_limit_config out;
   const std::string per_expected = "\"ip\", \"route\", \"header:NAME\" or \"claim:NAME\"";
   if (limit->require("per", per_expected)) {
@@ -174,6 +174,7 @@ std::optional<rate_limit_config> read_rate_limit(const object_reader& route, boo
   limit->read_integer("burst", 1, 1000000, burst);
   out.burst = static_cast<double>(burst);
   limit->read_integer("max_keys", 1, 10000000, out.max_keys);
+  limit->read_bool("shared", out.shared);
   return out;
 }
 

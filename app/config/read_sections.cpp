@@ -85,7 +85,8 @@ section_config read_section(const object_reader& section, std::size_t index,
                             const std::map<std::string, std::size_t>& names) {
   section.reject_unknown_keys({"name", "url", "timeout_ms", "required", "fallback", "fallback_from",
                                "retry", "cache_ttl_ms", "stale_ttl_ms", "fields", "forward_headers",
-                               "hedge", "max_concurrent", "circuit", "grpc"});
+                               "hedge", "max_concurrent", "circuit", "grpc",
+                               "cache_shared"});
   const template_scope scope{route_path_valid ? &route : nullptr, &names, index,
                              route.auth.has_value()};
   section_config out;
@@ -114,6 +115,9 @@ section_config read_section(const object_reader& section, std::size_t index,
   section.read_millis("stale_ttl_ms", 0, 86400000, out.stale_ttl);
   if (out.stale_ttl.count() > 0 && out.cache_ttl.count() == 0)
     section.problem("stale_ttl_ms", "needs cache_ttl_ms: only cached data can be served stale");
+  section.read_bool("cache_shared", out.cache_shared);
+  if (out.cache_shared && out.cache_ttl.count() == 0)
+    section.problem("cache_shared", "needs cache_ttl_ms: only cached data is shared");
   out.fields = read_fields(section);
   out.forward_headers = read_forward_headers(section);
   read_resilience(section, out);

@@ -89,7 +89,7 @@ config read_config(const json& document, problem_list& problems) {
        "cache_max_bytes", "routes", "cluster", "io_threads", "max_connections",
        "max_request_line_bytes", "max_header_bytes", "max_headers", "request_timeout_ms",
        "keep_alive_idle_ms", "http2", "tls", "tracing", "admin", "$schema", "retry_budget",
-       "deadline_header", "cors", "compression", "protos"});
+       "deadline_header", "cors", "compression", "protos", "shared"});
   read_listen(top, out.listen);
   top.read_integer("io_threads", 1, 64, out.io_threads);
   read_inbound_limits(top, out.inbound);
@@ -121,6 +121,8 @@ config read_config(const json& document, problem_list& problems) {
   out.cors = read_cors(top);
   out.compression = read_compression(top);
   read_protos(top, out.protos);
+  out.shared = read_shared(top);
+  check_shared_users(out, top.find("shared") != nullptr, problems);
   return out;
 }
 

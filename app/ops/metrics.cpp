@@ -350,6 +350,19 @@ std::string metrics::exposition(const process_figures& process) const {
   for (std::size_t r = 1; r < process.h2_abuse.size(); ++r) // 0 is none
     sample(out, "gather_http2_abuse_total", std::string{"reason=\""} + h2_abuse_names[r] + "\"",
            process.h2_abuse[r]);
+  if (process.shared && process.shared->up.load() >= 0) {
+    const shared_figures& shared = *process.shared;
+    header(out, "gather_shared_up", "gauge", "1 when the shared store answers, else 0.");
+    sample(out, "gather_shared_up", "", shared.up.load() == 1 ? 1 : 0);
+    header(out, "gather_shared_gateways", "gauge", "Gateways sharing the store, as last seen.");
+    sample(out, "gather_shared_gateways", "", shared.gateways.load());
+    header(out, "gather_shared_ops_total", "counter", "Shared store operations, by kind and result.");
+    for (std::size_t o = 0; o < shared.ops.size(); ++o)
+      for (std::size_t r = 0; r < shared.ops[o].size(); ++r)
+        sample(out, "gather_shared_ops_total",
+               std::string{"op=\""} + store_op_names[o] + "\",result=\"" + store_result_names[r] + "\"",
+               shared.ops[o][r].load(std::memory_order_relaxed));
+  }
   return out;
 }
 

@@ -32,8 +32,11 @@ http_reply healthz(const ops_sources& src) {
   nlohmann::json nodes = nlohmann::json::array();
   for (const auto& [node, up] : node_states(src))
     nodes.push_back({{"node", node}, {"up", up}});
+  nlohmann::json body{{"status", "ok"}, {"nodes", nodes}};
+  if (const int up = src.stats.shared.up.load(); up >= 0)
+    body["shared"] = {{"up", up == 1}};
   http_reply reply;
-  reply.body = nlohmann::json{{"status", "ok"}, {"nodes", nodes}}.dump();
+  reply.body = body.dump();
   return reply;
 }
 
@@ -54,6 +57,7 @@ http_reply metrics_text(const ops_sources& src) {
     process.connections_by_proto[i] = src.stats.connections_by_proto[i].load();
   for (std::size_t i = 0; i < process.h2_abuse.size(); ++i)
     process.h2_abuse[i] = src.stats.h2_abuse[i].load();
+  process.shared = &src.stats.shared;
   http_reply reply;
   reply.content_type = "text/plain; version=0.0.4";
   reply.body = src.counters.exposition(process);

@@ -14,6 +14,7 @@
 
 #include "gather/admission/jwt_guard.hpp"
 #include "gather/admission/rate_limiter.hpp"
+#include "gather/admission/shared_limit.hpp"
 #include "gather/config/config.hpp"
 #include "gather/values/inbound_request.hpp"
 
@@ -22,6 +23,7 @@ namespace gather {
 struct route_gate {
   std::unique_ptr<jwt_guard> jwt;       ///< null: no auth on the route
   std::unique_ptr<rate_limiter> limit;  ///< null: no rate limit
+  std::unique_ptr<shared_limit> shared; ///< rate_limit.shared: decides instead of `limit`
 };
 
 struct admission_gates {
@@ -29,8 +31,10 @@ struct admission_gates {
 };
 
 /// The gates of `cfg`'s routes. URL key sets come from `keys` (the gateway's, kept across
-/// reloads); without one (a tool, a test of the config alone) a jwks_url route has no set.
-std::shared_ptr<const admission_gates> make_admission_gates(const config& cfg, jwks_registry* keys);
+/// reloads); without one (a tool, a test of the config alone) a jwks_url route has no set. A
+/// shared rate limit needs `store` (without one it stays per process).
+std::shared_ptr<const admission_gates> make_admission_gates(const config& cfg, jwks_registry* keys,
+                                                            std::shared_ptr<shared_store> store = nullptr);
 
 /// What the gates decided for one request.
 struct gate_verdict {

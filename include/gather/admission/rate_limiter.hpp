@@ -43,6 +43,13 @@ public:
   /// atomics the limiter points at, not part of its value).
   decision take(std::string_view key, std::chrono::steady_clock::time_point now) const;
 
+  /// What the bucket of `key` holds when a shared limit learns it from the store
+  /// (docs/shared.md): its theoretical arrival time becomes at least `tat` (never earlier: a
+  /// bucket learns of other gateways' use, it is never refilled by it).
+  void raise(std::string_view key, std::chrono::steady_clock::time_point tat,
+             std::chrono::steady_clock::time_point now) const;
+  std::chrono::nanoseconds interval() const { return std::chrono::nanoseconds(interval_ns_); }
+
   /// Slots in the table (at most max_keys).
   std::size_t capacity() const { return sets_ * ways_; }
   const rate_limit_config& config() const { return cfg_; }

@@ -135,6 +135,8 @@ struct section_config {
   std::optional<hedge_policy> hedge;
   std::size_t max_concurrent = 0; ///< calls in flight across requests; 0: no limit
   std::optional<circuit_policy> circuit;
+  /// `cache_shared` (docs/shared.md): entries kept in the shared store too (needs `shared`).
+  bool cache_shared = false;
 };
 
 struct batch_config {
@@ -175,6 +177,7 @@ struct rate_limit_config {
   double rate_per_s = 1;     ///< tokens added per second, > 0
   double burst = 1;          ///< bucket size, >= 1 (default ceil(rate_per_s))
   std::size_t max_keys = 100000; ///< buckets kept per route; the least recently used go first
+  bool shared = false; ///< one limit for every gateway sharing the store (docs/shared.md)
 };
 
 /// One segment of a route's path: literal text or a `{name}` capture of one whole segment.
@@ -279,6 +282,19 @@ struct compression_config {
   int br_quality = 4; ///< brotli's 0..11
 };
 
+/// `shared` (docs/shared.md): the Redis server several gateways share rate limits and cached
+/// answers through.
+struct shared_config {
+  std::string redis;         ///< as written: redis://host[:port][/db]
+  std::string host;          ///< a host name, an IPv4 address or an IPv6 one (without brackets)
+  int port = 6379;
+  int db = 0;
+  std::string password_file; ///< empty: no AUTH
+  std::string prefix = "gather:"; ///< every key the gateway writes starts with it
+  millis timeout{20};        ///< a store operation not answered by then is a store error
+  millis sync{50};           ///< 0: every limit decision asks the store; N: counts pushed every N ms
+};
+
 struct config {
   std::string listen = "127.0.0.1:8080";
   /// Threads that run every connection, every downstream call and every actor: one event loop each.
@@ -305,6 +321,7 @@ struct config {
   /// `protos` compiled and the gRPC sections resolved; null until build_proto_catalog ran (and
   /// always for a config without gRPC sections).
   std::shared_ptr<const proto_catalog> descriptors;
+  std::optional<shared_config> shared;           ///< absent: nothing is shared with other gateways
 };
 
 /// Either a config or every problem found, one string each: "<json path>: <what is wrong>",

@@ -63,6 +63,7 @@ struct process_figures {
   std::uint64_t config_reloads_invalid = 0;
   std::array<std::uint64_t, 3> connections_by_proto{}; ///< by inbound_proto
   std::array<std::uint64_t, h2_abuse_count> h2_abuse{}; ///< by h2_abuse
+  const shared_figures* shared = nullptr; ///< the shared store's (its `up` is -1 without one)
 };
 
 class metrics {

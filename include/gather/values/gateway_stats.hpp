@@ -6,6 +6,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "gather/values/shared_figures.hpp"
+
 namespace gather {
 
 /// The protocol an inbound connection spoke (label `proto` of gather_connections_total and of the
@@ -53,6 +55,7 @@ struct gateway_stats {
   std::array<std::atomic<std::uint64_t>, h2_abuse_count> h2_abuse{}; ///< by h2_abuse
   std::atomic<std::uint64_t> config_reloads_ok{0};      ///< reloads that put a new generation in force
   std::atomic<std::uint64_t> config_reloads_invalid{0}; ///< reloads refused: the file had problems
+  shared_figures shared; ///< the shared store's state and operations (docs/shared.md)
 };
 
 } // namespace gather

@@ -1,0 +1,42 @@
+// A route's rate limit shared by every gateway of one store (docs/shared.md, "Shared rate
+// limits"), approximate mode: each request is decided at once from the route's local bucket,
+// which holds the shared count last seen plus this gateway's use since; every sync_ms the keys
+// used are sent to the store in one script call, which adds them to the shared buckets (GCRA, the
+// store's clock) and answers each bucket's state, which the local buckets then learn. Across G
+// gateways at most about (G - 1) x (rate x sync + burst) more than the limit is admitted.
+//
+// While the store is down, requests are decided by a local bucket of rate/G and burst
+// ceil(burst/G) (G as last seen), and nothing is sent.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "gather/admission/rate_limiter.hpp"
+#include "gather/config/config.hpp"
+
+namespace gather {
+
+class shared_store;
+
+class shared_limit {
+public:
+  /// `route_path`: the bucket's key in the store is prefix, "rl:", route path, ":", hashed key.
+  shared_limit(const rate_limit_config& cfg, const std::string& route_path,
+               std::shared_ptr<shared_store> store);
+  ~shared_limit();
+  shared_limit(const shared_limit&) = delete;
+  shared_limit& operator=(const shared_limit&) = delete;
+
+  /// Takes one token for `key` (any thread; no store round trip).
+  rate_limiter::decision take(std::string_view key, std::chrono::steady_clock::time_point now) const;
+
+private:
+  struct state;
+  std::shared_ptr<state> state_; ///< also held, weakly, by the store's sync tick on loop 0
+  std::shared_ptr<std::function<void()>> tick_;
+};
+
+} // namespace gather
