@@ -49,8 +49,8 @@ TEST_CASE("shared: the defaults and every key read", "[unit][config][shared]") {
   CHECK(shared.sync.count() == 50);
 
   loaded = load_config(shared_doc({{"redis", "redis://cache.internal"}, {"password_file", "/etc/p"},
-                                   {"prefix", "shop:"}, {"timeout_ms", 5}, {"sync_ms", 0}},
-                                  {{"shared", true}}, {{"cache_ttl_ms", 1000}, {"cache_shared", true}})
+                                   {"prefix", "shop:"}, {"timeout_ms", 5}, {"sync_ms", 1}},
+                                  {{"shared", true}}, {{"cache_ttl_ms", 1000}, {"cache_shared", false}})
                            .dump());
   REQUIRE(loaded.value);
   CHECK(loaded.value->shared->host == "cache.internal");
@@ -59,9 +59,9 @@ TEST_CASE("shared: the defaults and every key read", "[unit][config][shared]") {
   CHECK(loaded.value->shared->password_file == "/etc/p");
   CHECK(loaded.value->shared->prefix == "shop:");
   CHECK(loaded.value->shared->timeout.count() == 5);
-  CHECK(loaded.value->shared->sync.count() == 0);
+  CHECK(loaded.value->shared->sync.count() == 1);
   CHECK(loaded.value->routes[0].rate_limit->shared);
-  CHECK(loaded.value->routes[0].sections[0].cache_shared);
+  CHECK(!loaded.value->routes[0].sections[0].cache_shared);
 
   loaded = load_config(shared_doc({{"redis", "redis://[::1]:7000"}}).dump());
   REQUIRE(loaded.value);
@@ -105,14 +105,28 @@ TEST_CASE("shared: what needs the store without one is an error by JSON path", "
   const std::string needs = "needs the top-level \"shared\" (the store to share through)";
   CHECK(shared_problems(shared_doc(nullptr, {{"shared", true}})) ==
         list{"routes[0].rate_limit.shared: " + needs});
-  CHECK(shared_problems(shared_doc(nullptr, {}, {{"cache_ttl_ms", 100}, {"cache_shared", true}})) ==
-        list{"routes[0].sections[0].cache_shared: " + needs});
+
   // false needs nothing; an invalid `shared` is reported once, not again by its users.
   CHECK(shared_problems(shared_doc(nullptr, {{"shared", false}})).empty());
   CHECK(shared_problems(shared_doc({{"redis", 1}}, {{"shared", true}})).size() == 1);
   const json redis = {{"redis", "redis://127.0.0.1:6379"}};
-  CHECK(shared_problems(shared_doc(redis, {}, {{"cache_shared", true}})) ==
-        list{"routes[0].sections[0].cache_shared: needs cache_ttl_ms: only cached data is shared"});
+  CHECK(shared_problems(shared_doc(redis, {}, {{"cache_shared", false}})).empty());
   CHECK(shared_problems(shared_doc(redis, {{"shared", "yes"}})) ==
         list{"routes[0].rate_limit.shared: must be true or false"});
+}
+
+TEST_CASE("shared: what is not built yet is refused by JSON path, never ignored", "[unit][config][shared]") {
+  using list = std::vector<std::string>;
+  const json redis = {{"redis", "redis://127.0.0.1:6379"}};
+  json exact = redis;
+  exact["sync_ms"] = 0;
+  CHECK(shared_problems(shared_doc(exact, {{"shared", true}})) ==
+        list{"shared.sync_ms: 0 (the exact mode: one decision in the store per request) is not "
+             "supported yet: use 1 to 1000"});
+  const std::string cache = "routes[0].sections[0].cache_shared: true is not supported yet (the shared "
+                            "section cache is not built): leave it out or false";
+  CHECK(shared_problems(shared_doc(redis, {}, {{"cache_ttl_ms", 100}, {"cache_shared", true}})) == list{cache});
+  // One problem each, with or without the store and the TTL.
+  CHECK(shared_problems(shared_doc(nullptr, {}, {{"cache_ttl_ms", 100}, {"cache_shared", true}})) == list{cache});
+  CHECK(shared_problems(shared_doc(redis, {}, {{"cache_shared", true}})) == list{cache});
 }
