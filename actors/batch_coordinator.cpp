@@ -200,6 +200,43 @@ void on_deadline(batch_ptr self) {
   answer(self);
 }
 
+/// The answer's head (a progressive one), then the first calls.
+void begin(batch_ptr self) {
+  auto& st = self->state;
+  open_stream(self);
+  if (st.opened) // stopped by the front mid-answer: the client hung up; counted and logged as 499
+    self->set_exit_handler([self](caf::exit_msg& msg) {
+      auto& st = self->state;
+      if (!st.answered->exchange(true)) {
+        const auto& job = *st.job;
+        job.services.stats.client_gone.fetch_add(1, std::memory_order_relaxed);
+        job.reply->record().finish(499, job.plan, st.outcomes);
+      }
+      self->quit(msg.reason);
+    });
+  if (st.open == 0)
+    answer(self); // an empty batch: nothing to wait for
+  else
+    fill_window(self); // the deadline message comes from the front (see batch_job)
+}
+
+/// The start gate decided (a shared limit's exact mode): the batch begins, or ends with the
+/// gate's refusal.
+void gate_decided(batch_ptr self) {
+  auto& st = self->state;
+  const auto& job = *st.job;
+  const auto& refused = job.gate->refusal();
+  if (!refused)
+    return begin(self);
+  if (!st.answered->exchange(true) && job.reply->claim()) {
+    if (refused->rate_limited)
+      job.serving->counters.rate_limited(job.route_index);
+    job.reply->record().finish(refused->reply.status, refused->detail);
+    job.reply->deliver(refused->reply);
+  }
+  self->quit();
+}
+
 } // namespace
 
 batch_coordinator_state::~batch_coordinator_state() {
@@ -230,22 +267,12 @@ caf::behavior batch_coordinator(caf::stateful_actor<batch_coordinator_state>* se
   st.transfers.assign(calls, 0);
   st.spans.resize(calls);
   st.open = calls;
-  open_stream(self);
-  if (st.opened) // stopped by the front mid-answer: the client hung up; counted and logged as 499
-    self->set_exit_handler([self](caf::exit_msg& msg) {
-      auto& st = self->state;
-      if (!st.answered->exchange(true)) {
-        const auto& job = *st.job;
-        job.services.stats.client_gone.fetch_add(1, std::memory_order_relaxed);
-        job.reply->record().finish(499, job.plan, st.outcomes);
-      }
-      self->quit(msg.reason);
-    });
-  if (calls == 0)
-    answer(self); // an empty batch: nothing to wait for
+  if (st.job->gate) // nothing starts before it decides; it answers within the store's timeout
+    st.job->gate->wait([me = caf::actor_cast<caf::actor>(self)] { caf::anon_send(me, gate_atom::value); });
   else
-    fill_window(self); // the deadline message comes from the front (see batch_job)
+    begin(self);
   return {
+    [self](gate_atom) { gate_decided(self); },
     [self](done_atom, std::size_t c, transfer_result& result) {
       attempt_ended(self, c, std::move(result));
     },

@@ -274,6 +274,26 @@ void on_deadline(coordinator_ptr self) {
   answer(self);
 }
 
+/// The start gate decided (a shared limit's exact mode): the sections start, or the request ends
+/// with the gate's refusal.
+void gate_decided(coordinator_ptr self) {
+  auto& st = self->state;
+  const auto& job = *st.job;
+  const auto& refused = job.gate->refusal();
+  if (!refused) {
+    advance(self);
+    return;
+  }
+  st.progress->answered.store(true, std::memory_order_relaxed);
+  if (job.reply->claim()) { // else the front gave up first: its line
+    if (refused->rate_limited)
+      job.serving->counters.rate_limited(job.route_index);
+    job.reply->record().finish(refused->reply.status, refused->detail);
+    job.reply->deliver(refused->reply);
+  }
+  self->quit();
+}
+
 } // namespace
 
 coordinator_state::~coordinator_state() {
@@ -317,9 +337,13 @@ caf::behavior coordinator(caf::stateful_actor<coordinator_state>* self,
       self->quit(msg.reason);
     });
   }
-  advance(self); // the deadline message comes from the front (see aggregate_job)
+  if (st.job->gate) // nothing starts before it decides; it answers within the store's timeout
+    st.job->gate->wait([me = caf::actor_cast<caf::actor>(self)] { caf::anon_send(me, gate_atom::value); });
+  else
+    advance(self); // the deadline message comes from the front (see aggregate_job)
   return {
     [self](deadline_atom) { on_deadline(self); },
+    [self](gate_atom) { gate_decided(self); },
   };
 }
 

@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """Accuracy of a shared rate limit (docs/shared.md): 3 gateways, one client key, offered load 3x the
 limit, spread evenly over the gateways, for DURATION seconds. Prints admitted / (rate x t + burst)
-for each mode: approximate (sync_ms 50), and per-process limits (no `shared`) for comparison.
+for each mode: exact (sync_ms 0), approximate (sync_ms 50), and per-process limits (no `shared`) for
+comparison.
 
     bench/shared_accuracy.py build/gather [DURATION_S] [RATE] [BURST]
 
@@ -126,7 +127,7 @@ def main():
     time.sleep(0.3)
     try:
         print(f"{GATEWAYS} gateways, one key, rate {RATE}/s burst {BURST}, offered {3 * RATE}/s for {DURATION} s")
-        for mode in ("sync 50", "per-process"):
+        for mode in ("sync 0", "sync 50", "per-process"):
             run(mode, down.server_address[1], redis_port)
     finally:
         redis.terminate()

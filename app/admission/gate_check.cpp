@@ -3,6 +3,10 @@
 #include "checks.hpp"
 
 #include <chrono>
+#include <functional>
+#include <mutex>
+#include <optional>
+#include <string>
 
 #include "gather/admission/gates.hpp"
 
@@ -19,6 +23,50 @@ auth_result metric_result(const auth_outcome& outcome) {
     default: return auth_result::invalid;
   }
 }
+
+/// A shared limit's decision in the store (exact mode), which the request's coordinator waits
+/// for: settled once on the store's loop, read by the coordinator after its message.
+class store_decision final : public start_gate {
+public:
+  explicit store_decision(std::string request_id) : request_id_(std::move(request_id)) {}
+
+  void wait(std::function<void()> decided) override {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (!settled_) {
+        waiter_ = std::move(decided);
+        return;
+      }
+    }
+    decided();
+  }
+  const std::optional<gate_refusal>& refusal() const override { return refusal_; }
+
+  void settle(rate_limiter::decision decision) {
+    if (!decision.allowed) {
+      refusal_.emplace();
+      refusal_->reply = refuse(429, request_id_).reply;
+      refusal_->reply.headers.emplace_back("Retry-After", std::to_string(decision.retry_after.count()));
+      refusal_->detail = "rate_limit: bucket empty";
+      refusal_->rate_limited = true;
+    }
+    std::function<void()> waiter;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      settled_ = true;
+      waiter = std::move(waiter_);
+    }
+    if (waiter)
+      waiter();
+  }
+
+private:
+  std::string request_id_;
+  std::optional<gate_refusal> refusal_; ///< written before settled_, read after the message
+  std::mutex mutex_;
+  bool settled_ = false;
+  std::function<void()> waiter_;
+};
 
 } // namespace
 
@@ -38,6 +86,11 @@ std::optional<refusal> check_gate(admission_request& request) {
     counters.rate_limited(request.route_index());
   if (verdict.status == 0) {
     request.claims = std::move(verdict.claims);
+    if (verdict.ask_store) {
+      auto decision = std::make_shared<store_decision>(request.request_id);
+      gate.shared->ask(verdict.limit_key, [decision](rate_limiter::decision d) { decision->settle(d); });
+      request.gate = std::move(decision);
+    }
     return std::nullopt;
   }
   // 503 here is "no key set to check with", not overload: upstream_unavailable.

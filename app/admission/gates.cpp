@@ -56,11 +56,16 @@ void check_limit(const route_gate& gate, const std::vector<std::pair<std::string
                  gate_verdict& verdict) {
   const auto key = rate_limit_key(gate.limit->config(), peer, headers, verdict.claims.get());
   const auto decision = gate.shared ? gate.shared->take(key, now) : gate.limit->take(key, now);
-  if (decision.allowed)
+  if (!decision) {
+    verdict.ask_store = true;
+    verdict.limit_key = key;
+    return;
+  }
+  if (decision->allowed)
     return;
   verdict.status = 429;
   verdict.rate_limited = true;
-  verdict.headers.emplace_back("Retry-After", std::to_string(decision.retry_after.count()));
+  verdict.headers.emplace_back("Retry-After", std::to_string(decision->retry_after.count()));
   verdict.detail = "rate_limit: bucket empty";
 }
 

@@ -140,6 +140,18 @@ rate_limiter::decision rate_limiter::take(std::string_view key,
   }
 }
 
+rate_limiter::decision rate_limiter::peek(std::string_view key,
+                                          std::chrono::steady_clock::time_point at) const {
+  const std::uint64_t hash = std::max<std::uint64_t>(1, keyed_hash(key));
+  const std::int64_t now =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(at.time_since_epoch()).count();
+  const std::int64_t start = std::max(find_or_claim(hash, now).tat.load(std::memory_order_relaxed), now);
+  if (start - now <= tolerance_ns_)
+    return {true, std::chrono::seconds{0}};
+  const std::int64_t wait_ns = start - tolerance_ns_ - now;
+  return {false, std::chrono::seconds{std::max<std::int64_t>(1, (wait_ns + 999999999) / 1000000000)}};
+}
+
 void rate_limiter::raise(std::string_view key, std::chrono::steady_clock::time_point at,
                          std::chrono::steady_clock::time_point now_at) const {
   using std::chrono::duration_cast;

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <functional>
 #include <mutex>
+#include <optional>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -33,6 +34,30 @@ end
 return out
 )lua";
 
+/// Exact mode: takes one token from the shared bucket if it holds one (GCRA on the store's clock,
+/// microseconds) and answers {1 taken or 0 refused, how far the theoretical arrival time lies
+/// ahead of the store's now}. A value that is not a number in range (garbage, another type) is a
+/// full bucket and is replaced.
+constexpr const char* decide_script = R"lua(
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local interval = tonumber(ARGV[1])
+local tolerance = tonumber(ARGV[2])
+local held = redis.pcall('GET', KEYS[1])
+local tat = type(held) == 'string' and tonumber(held) or nil
+if not tat or tat ~= tat or tat < now or tat > now + interval + tolerance then tat = now end
+if tat - now > tolerance then return {0, math.floor(tat - now)} end
+tat = tat + interval
+redis.call('SET', KEYS[1], string.format('%.0f', tat), 'PX', math.floor((tat - now) / 1000) + 1000)
+return {1, math.floor(tat - now)}
+)lua";
+
+std::string micros_text(double value) {
+  char text[40];
+  std::snprintf(text, sizeof text, "%.6f", value);
+  return text;
+}
+
 rate_limit_config divided(rate_limit_config cfg, std::uint64_t gateways) {
   const double g = static_cast<double>(std::max<std::uint64_t>(1, gateways));
   cfg.rate_per_s /= g;
@@ -50,6 +75,9 @@ struct shared_limit::state {
 
   rate_limit_config cfg;
   std::shared_ptr<shared_store> store;
+  bool exact = store->cfg().sync.count() == 0;
+  double interval_us = 1e6 / cfg.rate_per_s;
+  double tolerance_us = std::floor(std::max(0.0, cfg.burst - 1)) * interval_us;
   std::string key_prefix;
   rate_limiter local; ///< the shared count last seen plus this gateway's use since
   std::mutex fallback_mutex;
@@ -83,6 +111,25 @@ struct shared_limit::state {
     return found == pending.end() ? 0 : found->second;
   }
 
+  /// Exact mode: the store's answer to one decision, learned by the local bucket (which then
+  /// refuses by itself until the next token is due). nullopt: not the answer asked for.
+  std::optional<rate_limiter::decision> decided(const std::string& key, const resp_value& value) {
+    if (!value.is_array() || value.items.size() != 2 || !value.items[0].is_integer() ||
+        !value.items[1].is_integer())
+      return std::nullopt;
+    const auto taken = value.items[0].integer;
+    const auto ahead = value.items[1].integer;
+    if ((taken != 0 && taken != 1) || ahead < 0 || ahead > interval_us + tolerance_us + 1)
+      return std::nullopt;
+    const auto now = std::chrono::steady_clock::now();
+    local.raise(key, now + std::chrono::microseconds(ahead), now);
+    if (taken == 1)
+      return rate_limiter::decision{true, std::chrono::seconds{0}};
+    const double wait_us = std::max(0.0, static_cast<double>(ahead) - tolerance_us);
+    return rate_limiter::decision{
+        false, std::chrono::seconds{std::max<long long>(1, static_cast<long long>(std::ceil(wait_us / 1e6)))}};
+  }
+
   /// On loop 0, every sync_ms: the counts since the last sync, in one script call.
   static void sync(const std::shared_ptr<state>& self) {
     if (self->syncing)
@@ -99,9 +146,7 @@ struct shared_limit::state {
     argv.reserve(3 + 2 * batch.size() + 1);
     for (const auto& entry : batch)
       argv.push_back(self->key_prefix + store_key_hash(entry.first));
-    char interval[32];
-    std::snprintf(interval, sizeof interval, "%.6f", 1e6 / self->cfg.rate_per_s);
-    argv.emplace_back(interval);
+    argv.push_back(micros_text(self->interval_us));
     for (const auto& entry : batch)
       argv.push_back(std::to_string(entry.second));
     self->syncing = true;
@@ -142,19 +187,52 @@ shared_limit::shared_limit(const rate_limit_config& cfg, const std::string& rout
     if (const auto self = weak.lock())
       state::sync(self);
   });
-  state_->store->every_sync(tick_);
+  if (!state_->exact)
+    state_->store->every_sync(tick_);
 }
 
 shared_limit::~shared_limit() = default;
 
-rate_limiter::decision shared_limit::take(std::string_view key,
-                                          std::chrono::steady_clock::time_point now) const {
+std::optional<rate_limiter::decision> shared_limit::take(std::string_view key,
+                                                         std::chrono::steady_clock::time_point now) const {
   if (!state_->store->up())
     return state_->fallback_limiter()->take(key, now);
+  if (state_->exact) {
+    // Known over the limit: refused without asking the store until the next token is due.
+    if (auto decision = state_->local.peek(key, now); !decision.allowed)
+      return decision;
+    return std::nullopt;
+  }
   const auto decision = state_->local.take(key, now);
   if (decision.allowed)
     state_->record(key);
   return decision;
+}
+
+void shared_limit::ask(const std::string& key, std::function<void(rate_limiter::decision)> done) const {
+  auto& st = *state_;
+  std::vector<std::string> argv{"EVAL", decide_script, "1", st.key_prefix + store_key_hash(key),
+                                micros_text(st.interval_us), micros_text(st.tolerance_us)};
+  std::weak_ptr<state> weak = state_;
+  st.store->call(store_op::limit, argv,
+                 [weak, key, done = std::move(done)](store_result result, const resp_value& value) {
+                   const auto self = weak.lock();
+                   if (!self) { // the generation is gone: the request is decided as if alone
+                     done({true, std::chrono::seconds{0}});
+                     return true;
+                   }
+                   std::optional<rate_limiter::decision> decision;
+                   if (result == store_result::ok)
+                     decision = self->decided(key, value);
+                   // Without the store's answer: the local bucket of rate/G decides.
+                   done(decision ? *decision
+                                 : self->fallback_limiter()->take(key, std::chrono::steady_clock::now()));
+                   return result != store_result::ok || decision.has_value();
+                 });
+}
+
+bool shared_limit::exact() const {
+  return state_->exact;
 }
 
 } // namespace gather

@@ -78,10 +78,6 @@ std::optional<shared_config> read_shared(const object_reader& top) {
   read_prefix(*shared, out.prefix);
   shared->read_millis("timeout_ms", 1, 1000, out.timeout);
   shared->read_millis("sync_ms", 0, 1000, out.sync);
-  if (out.sync.count() == 0 && shared->find("sync_ms"))
-    // Refused rather than run as something else until the exact mode is built (docs/shared.md).
-    shared->problem("sync_ms", "0 (the exact mode: one decision in the store per request) is not "
-                               "supported yet: use 1 to 1000");
   if (shared->problems().size() != before)
     return std::nullopt;
   return out;

@@ -114,12 +114,14 @@ request_dispatch::serve(const std::shared_ptr<const serving_config>& serving, ad
   steady_time deadline;
   if (cfg.routes[route_index].batch) {
     auto job = make_job<batch_job>(serving, route_index, sink, std::move(inbound));
+    job->gate = std::move(request.gate);
     job->format = choose_format(head.header_list("accept"), {answer_format::ndjson});
     job->plan = plan_batch(std::move(request.items), *job->route->batch, job->inbound);
     deadline = job->deadline;
     coordinator_actor = system_.spawn(batch_coordinator, std::shared_ptr<const batch_job>(job));
   } else {
     auto job = make_job<aggregate_job>(serving, route_index, sink, std::move(inbound));
+    job->gate = std::move(request.gate);
     job->format = choose_format(head.header_list("accept"), {answer_format::ndjson, answer_format::sse});
     deadline = job->deadline;
     coordinator_actor = system_.spawn(coordinator, std::shared_ptr<const aggregate_job>(job));

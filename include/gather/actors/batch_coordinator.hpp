@@ -14,6 +14,7 @@
 #include "gather/tracing/call_span.hpp"
 #include "gather/values/inbound_request.hpp"
 #include "gather/actors/reply_sink.hpp"
+#include "gather/actors/start_gate.hpp"
 #include "gather/values/answer_format.hpp"
 #include "gather/values/section_outcome.hpp"
 #include "gather/actors/section_worker.hpp"
@@ -37,6 +38,8 @@ struct batch_job {
   batch_plan plan;
   std::shared_ptr<reply_sink> reply; ///< where the answer goes
   answer_format format = answer_format::json; ///< whole, or progressive (NDJSON, SSE)
+  /// Null, or a decision to wait for before anything starts (a shared limit's exact mode).
+  std::shared_ptr<start_gate> gate;
 };
 
 struct batch_coordinator_state {

@@ -25,6 +25,7 @@
 
 #include "gather/actors/request_record.hpp"
 #include "gather/actors/serving_config.hpp"
+#include "gather/actors/start_gate.hpp"
 #include "gather/config/route_table.hpp"
 #include "gather/values/batch_item.hpp"
 #include "gather/values/gateway_stats.hpp"
@@ -61,6 +62,9 @@ struct admission_request {
   bool gated = false;
   /// The verified token's claims on a route with auth (null otherwise), for the request's start.
   std::shared_ptr<const nlohmann::json> claims;
+  /// Null, or what the request waits for before it starts (a shared limit's exact mode asking the
+  /// store): the coordinator waits for it, and ends the request with its 429 if it refuses.
+  std::shared_ptr<start_gate> gate;
 
   /// The matched route, or null.
   const route_config* route() const;

@@ -44,6 +44,10 @@ struct gate_verdict {
   std::shared_ptr<const nlohmann::json> claims; ///< the verified token's claims, when checked
   std::optional<auth_outcome> auth;             ///< the token check's outcome, when the route has auth
   bool rate_limited = false;
+  /// A shared limit in exact mode that could not decide locally: the store is to be asked for
+  /// `limit_key` (the request is otherwise let in; it starts once the store decides).
+  bool ask_store = false;
+  std::string limit_key;
 };
 
 /// Runs `gate` on a request: the token (its `Authorization` value), then the rate limit under the

@@ -43,6 +43,10 @@ public:
   /// atomics the limiter points at, not part of its value).
   decision take(std::string_view key, std::chrono::steady_clock::time_point now) const;
 
+  /// What take() would decide for `key` at `now`, without taking: a shared limit in exact mode
+  /// refuses locally with it until the next token the store gave it is due (docs/shared.md).
+  decision peek(std::string_view key, std::chrono::steady_clock::time_point now) const;
+
   /// What the bucket of `key` holds when a shared limit learns it from the store
   /// (docs/shared.md): its theoretical arrival time becomes at least `tat` (never earlier: a
   /// bucket learns of other gateways' use, it is never refilled by it).

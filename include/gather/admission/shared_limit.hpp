@@ -1,5 +1,6 @@
 // A route's rate limit shared by every gateway of one store (docs/shared.md, "Shared rate
-// limits"), approximate mode: each request is decided at once from the route's local bucket,
+// limits"). Exact mode (sync_ms 0): each decision is one script call in the store, and a key
+// refused there is refused locally until its next token is due. Approximate mode: each request is decided at once from the route's local bucket,
 // which holds the shared count last seen plus this gateway's use since; every sync_ms the keys
 // used are sent to the store in one script call, which adds them to the shared buckets (GCRA, the
 // store's clock) and answers each bucket's state, which the local buckets then learn. Across G
@@ -10,7 +11,9 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -30,8 +33,19 @@ public:
   shared_limit(const shared_limit&) = delete;
   shared_limit& operator=(const shared_limit&) = delete;
 
-  /// Takes one token for `key` (any thread; no store round trip).
-  rate_limiter::decision take(std::string_view key, std::chrono::steady_clock::time_point now) const;
+  /// Decides at once for `key` when it can (any thread; no store round trip): always in
+  /// approximate mode; in exact mode (sync_ms 0) when the store is down (the local bucket of
+  /// rate/G) or when `key` is known over its limit (refused until its next token is due).
+  /// nullopt: ask() the store.
+  std::optional<rate_limiter::decision> take(std::string_view key,
+                                             std::chrono::steady_clock::time_point now) const;
+
+  /// Exact mode: one atomic decision in the store (one script, the store's clock; the decisions
+  /// of one loop turn leave in one write). Call it on a loop's thread: `done` runs there once,
+  /// within the store's timeout_ms; without the store's answer the local bucket of rate/G decides.
+  void ask(const std::string& key, std::function<void(rate_limiter::decision)> done) const;
+
+  bool exact() const;
 
 private:
   struct state;

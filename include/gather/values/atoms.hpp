@@ -15,6 +15,7 @@ using lookup_atom = caf::atom_constant<caf::atom("lookup")>;     ///< worker -> 
 using store_atom = caf::atom_constant<caf::atom("store")>;       ///< flight leader -> cache: the outcome
 using limits_atom = caf::atom_constant<caf::atom("limits")>;     ///< gateway -> cache: new bounds (reload)
 using hello_atom = caf::atom_constant<caf::atom("hello")>;       ///< gateway <-> node: protocol versions
+using gate_atom = caf::atom_constant<caf::atom("gate")>;         ///< start gate -> coordinator: decided
 using work_atom = caf::atom_constant<caf::atom("work")>;         ///< gateway worker -> node: a section_work
 
 } // namespace gather
