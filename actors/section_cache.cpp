@@ -226,7 +226,8 @@ void section_cache::resize(cache_limits limits) {
 
 std::string cache_scope(const std::string& route_path, const section_config& section) {
   // The projection as JSON text: escaped, so it holds no NUL of its own.
-  return route_path + '\0' + section.name + '\0' + nlohmann::json(section.fields).dump();
+  return route_path + '\0' + section.name + '\0' + nlohmann::json(section.fields).dump() + '\0' +
+         std::to_string(section.max_items);
 }
 
 std::string cache_key(const std::string& scope, const std::string& url,

@@ -27,6 +27,7 @@ section_call make_section_call(const section_config& section, std::size_t route,
   work.backoff_ms = section.retry.backoff.count();
   work.multiplier = section.retry.multiplier;
   work.fields = section.fields;
+  work.max_items = section.max_items;
   work.max_response_bytes = serving.max_response_bytes();
   work.budget_ms = std::chrono::duration_cast<millis>(deadline - std::chrono::steady_clock::now()).count();
   call.route = route;

@@ -333,7 +333,7 @@ void call_ended(worker_ptr self, std::uint32_t seq, transfer_result&& result) {
   const auto started = call->started;
   auto span = std::move(call->span);
   call.reset(); // its bulkhead slot goes back
-  auto verdict = classify_answer(std::move(result), st.call.work.fields);
+  auto verdict = classify_answer(std::move(result), st.call.work.fields, st.call.work.max_items);
   const bool retryable = verdict.retryable;
   auto outcome = outcome_of(std::move(verdict));
   span.finish(outcome.status, outcome.last_http);

@@ -157,7 +157,7 @@ int demo_downstreams::port() const {
 std::string demo_downstreams::config_json(const std::string& listen) const {
   const auto base = "http://127.0.0.1:" + std::to_string(impl_->port);
   const auto down = "http://127.0.0.1:" + std::to_string(impl_->down_port);
-  nlohmann::json product = nlohmann::json::array({
+  nlohmann::ordered_json product = nlohmann::ordered_json::array({
     {{"name", "base"}, {"url", base + "/items/{id}"}, {"timeout_ms", 300}, {"required", true}},
     {{"name", "price"}, {"url", base + "/price/{id}"}, {"timeout_ms", 300},
      {"fallback", {{"amount", nullptr}, {"currency", "CNY"}}},
@@ -173,21 +173,31 @@ std::string demo_downstreams::config_json(const std::string& listen) const {
     {{"name", "shop"}, {"url", base + "/shops/{base.shop_id}"}, {"timeout_ms", 200},
      {"fallback", {{"name", ""}}}, {"retry", {{"attempts", 2}, {"backoff_ms", 10}}}},
   });
-  nlohmann::json delivery = nlohmann::json::array({
+  // The same page as the client's own object (docs/config.md#shape): no envelope, a stable code
+  // for the slow reviews. (ordered_json throughout: the shape's members answer in the order
+  // written here.)
+  nlohmann::ordered_json page_sections = product;
+  page_sections[4]["warning"] = "reviews_unavailable";
+  nlohmann::ordered_json page_shape = {
+    {"product", {{"id", "{base.id}"}, {"title", "{base.title}"}, {"price", "{price.amount}"},
+                 {"currency", "{price.currency}"}, {"in_stock", "{stock.available}"}}},
+    {"promo", "{promo.label}"}, {"shop", "{shop.name}"}, {"reviews", "{reviews}"}};
+  nlohmann::ordered_json delivery = nlohmann::ordered_json::array({
     {{"name", "base"}, {"url", base + "/items/{id}"}, {"timeout_ms", 300}, {"required", true}},
     {{"name", "carrier"}, {"url", down + "/carriers/{id}"}, {"timeout_ms", 300}, {"required", true},
      {"retry", {{"attempts", 2}, {"backoff_ms", 20}}}},
   });
-  nlohmann::json orders = {{"url", base + "/orders/{item}"}, {"max_items", 100}, {"concurrency", 8},
+  nlohmann::ordered_json orders = {{"url", base + "/orders/{item}"}, {"max_items", 100}, {"concurrency", 8},
                            {"timeout_ms", 400}, {"retry", {{"attempts", 2}, {"backoff_ms", 50}}},
                            {"deadline_ms", 2000}};
-  nlohmann::json cfg = {
+  nlohmann::ordered_json cfg = {
     {"listen", listen},
     // The progressive page is served from the downstreams' origin: a browser client on another origin.
     {"cors", {{"allow_origins", {"http://127.0.0.1:" + std::to_string(impl_->port)}}, {"expose_headers", {"x-request-id"}}}},
     {"compression", {{"min_bytes", 1024}, {"encodings", {"br", "gzip"}}}},
     {"routes",
      {{{"path", "/products/{id}"}, {"deadline_ms", 800}, {"sections", product}},
+      {{"path", "/pages/{id}"}, {"deadline_ms", 800}, {"sections", page_sections}, {"shape", page_shape}},
       {{"path", "/delivery/{id}"}, {"deadline_ms", 800}, {"sections", delivery}},
       {{"path", "/orders/status"}, {"batch", orders}}}},
   };
@@ -198,12 +208,13 @@ std::string demo_downstreams::banner() const {
   // Every curl line below is run as printed, and what its comment claims is checked, by
   // tests/app/demo_test.cpp; the progressive page is loaded by headless Chromium there too.
   std::string text = R"(
-Gather demo: three routes on simulated downstreams (reviews is slow, shop is flaky, carrier is down).
+Gather demo: four routes on simulated downstreams (reviews is slow, shop is flaky, carrier is down).
 Try:
   curl -s {base}/products/42            # degraded: reviews times out (its fallback shows); flaky shop is retried
   curl -N -H 'Accept: application/x-ndjson' {base}/products/42   # progressive: a line per section as it ends, the slow reviews at its timeout
   curl -s {base}/products/17            # dependent: shop's URL uses base's shop_id (s-7)
   curl -s {base}/products/1234          # stock answers 404: its data comes from base.stock
+  curl -s {base}/pages/42               # the same page shaped as the client's own object: no envelope, warnings ["reviews_unavailable"]
   curl -s -H 'X-Tenant: acme' {base}/products/42     # run twice: promo's source turns live -> cache
   curl -s -H 'X-Tenant: globex' {base}/products/42   # another tenant: its own promo, its own cache entry
   curl -s -H 'Content-Type: application/json' -d '{"items": ["o1", "slow-2", "stuck-3", 4]}' {base}/orders/status   # batch: a status per item, stuck-3 times out

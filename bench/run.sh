@@ -2,7 +2,8 @@
 # Gather benchmarks (docs/performance.md). Never run by ctest.
 #
 #   bench/run.sh [scenario...]      scenarios: s0 s1 s2 s3 s4 tail_drill guards linear cluster (default: all),
-#                                   stream (progressive answers; needs build/bench/stream_probe), and
+#                                   stream (progressive answers; needs build/bench/stream_probe),
+#                                   shape (S1 shaped against S1 unshaped, ROUNDS interleaved), and
 #                                   s0_h2 s1_h2 (h2c with h2load), curve_sections curve_body curve_idle
 #                                   curve_inflight (bench/curves.sh): not in the default list
 #
@@ -484,6 +485,29 @@ guards() {
   bench "S1 no guards" "$WORK/g0.json" 64 /p/1
   gen_config "$WORK/g1.json" 1024 "{\"path\": \"/p/{id}\", \"deadline_ms\": 1000, \"sections\": $guarded}"
   bench "S1 all guards idle" "$WORK/g1.json" 64 /p/1
+}
+
+# S1 answered as a page's own object (docs/config.md#shape): the four sections rebuilt into two
+# objects, whole data and fields found in the bytes, against S1 with its envelope. ROUNDS (default
+# 3) interleaved rounds, unshaped then shaped in each, then the medians of CPU per request.
+shape() {
+  local plain; plain=$(sections_json 4 /d20 500)
+  gen_config "$WORK/sh0.json" 1024 "{\"path\": \"/p/{id}\", \"deadline_ms\": 1000, \"sections\": $plain}"
+  gen_config "$WORK/sh1.json" 1024 "{\"path\": \"/p/{id}\", \"deadline_ms\": 1000, \"sections\": $plain,
+    \"shape\": {\"item\": {\"base\": \"{s0}\", \"title\": \"{s1.title}\", \"price\": \"{s1.price}\"},
+                \"offer\": {\"id\": \"{s2.id}\", \"extra\": \"{s3}\", \"currency\": \"CNY\"}}}"
+  local r cpus0=() cpus1=()
+  for ((r = 1; r <= ${ROUNDS:-3}; r++)); do
+    bench "S1 unshaped r$r" "$WORK/sh0.json" 64 /p/1; cpus0+=("$ROW_CPU_US")
+    bench "S1 shaped r$r" "$WORK/sh1.json" 64 /p/1; cpus1+=("$ROW_CPU_US")
+  done
+  python3 - "${cpus0[*]}" "${cpus1[*]}" <<'PY'
+import statistics, sys
+a, b = [list(map(float, x.split())) for x in sys.argv[1:3]]
+print("    us CPU/req per round: unshaped %s, shaped %s" % (a, b))
+print("    medians: unshaped %.0f, shaped %.0f: shaped / unshaped x%.3f (goal <= x1.05)"
+      % (statistics.median(a), statistics.median(b), statistics.median(b) / statistics.median(a)))
+PY
 }
 
 linear() {

@@ -2,7 +2,8 @@
 // Input: byte 0 picks the transfer error and HTTP status, byte 1 picks a set of `fields`, the rest
 // is the body. Invariants: the body spliced (validated by simdjson) and projected (by nlohmann) get
 // the same status and reason; ok exactly for a 2xx non-null JSON body within max_json_depth; ok data
-// is valid JSON (UTF-8 included), never null, an object when projected; anything else carries no data.
+// is valid JSON (UTF-8 included), never null, an object or an array when projected, at most 2
+// elements when an array cut by max_items; anything else carries no data.
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -39,11 +40,12 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
                                         : gather::transfer_error::none;
   result.http_status = statuses[pick % (sizeof statuses / sizeof statuses[0])];
   const auto& fields = field_sets[data[1] % field_sets.size()];
+  const std::size_t max_items = (data[1] & 0x80) != 0 ? 2 : 0;
   result.body.assign(reinterpret_cast<const char*>(data + 2), size - 2);
   const std::string body = result.body;
 
   gather::transfer_result again = result;
-  const gather::answer_verdict verdict = gather::classify_answer(std::move(result), fields);
+  const gather::answer_verdict verdict = gather::classify_answer(std::move(result), fields, max_items);
   // The other validator (simdjson for a body only spliced, nlohmann for a projected one) gives the
   // same body the same verdict and the same reason.
   const auto& other_fields = fields.empty() ? field_sets[1] : field_sets[0];
@@ -58,8 +60,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const auto parsed = nlohmann::json::parse(verdict.data, nullptr, false);
   FUZZ_CHECK(!parsed.is_discarded());
   FUZZ_CHECK(!parsed.is_null());
+  if (max_items != 0 && parsed.is_array())
+    FUZZ_CHECK(parsed.size() <= max_items);
   if (!fields.empty()) {
-    FUZZ_CHECK(parsed.is_object());
+    FUZZ_CHECK(parsed.is_object() || parsed.is_array()); // an array's elements each projected
     // Projecting the projection changes nothing.
     FUZZ_CHECK(gather::project_fields(parsed, fields) == parsed);
   }

@@ -1,12 +1,16 @@
 // Fuzzes config parsing and validation: load_config() on arbitrary text.
 // Invariants: exactly one of value / problems; every problem names a JSON path ("<path>: what");
-// a valid config has routes, and each route's resolve order covers every section once.
+// a valid config has routes, and each route's resolve order covers every section once; a route's
+// shape is one more literal than holes, each hole naming a section, and renders to a JSON object.
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "fuzz_check.hpp"
+#include "gather/answer/aggregate_response.hpp"
 #include "gather/config/config.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
@@ -31,6 +35,23 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     }
     for (const gather::section_config& section : route.sections)
       FUZZ_CHECK(section.required || section.fallback || section.fallback_from);
+    if (route.shape) {
+      FUZZ_CHECK(route.shape->literals.size() == route.shape->holes.size() + 1);
+      for (const gather::shape_hole& hole : route.shape->holes)
+        FUZZ_CHECK(hole.section < route.sections.size());
+      // Every section ok with data {"a": [1, "x"]}: the answer is the template rendered, an object
+      // whose degraded and warnings are the answer's own.
+      std::vector<gather::section_outcome> outcomes(route.sections.size());
+      for (auto& outcome : outcomes) {
+        outcome.status = gather::section_status::ok;
+        outcome.data = R"({"a": [1, "x"]})";
+      }
+      const auto reply = gather::build_aggregate_reply(route, outcomes, "fuzz");
+      const auto answer = nlohmann::json::parse(reply.body, nullptr, false);
+      FUZZ_CHECK(answer.is_object());
+      FUZZ_CHECK(answer.value("degraded", true) == false);
+      FUZZ_CHECK(answer.value("warnings", nlohmann::json()) == nlohmann::json::array());
+    }
   }
   return 0;
 }

@@ -1,35 +1,23 @@
 #include "gather/answer/aggregate_response.hpp"
 
-#include <charconv>
-#include <cstring>
 #include <optional>
 #include <string_view>
 
-#include "gather/config/url_template.hpp"
+#include "gather/answer/json_member.hpp"
+#include "piece_writer.hpp"
+#include "shaped_answer.hpp"
 
 namespace gather {
 
 namespace {
 
-/// Data of section `from` as it appears in the response, field `path` of it, serialized.
-std::optional<std::string> field_of(std::string_view data_text, const field_path& path) {
-  if (data_text.empty() || data_text == "null")
-    return std::nullopt;
-  auto data = nlohmann::json::parse(data_text, nullptr, false);
-  if (data.is_discarded())
-    return std::nullopt;
-  const auto* found = find_field(data, path);
-  if (!found)
-    return std::nullopt;
-  return found->dump();
-}
-
 /// What a section that did not end ok shows: a field of the data `from` shows (the text of the
-/// section its fallback_from names; empty without one), else its fallback, else null.
+/// section its fallback_from names; empty without one), else its fallback, else null. The field's
+/// bytes are found in the text, not parsed (json_member.hpp).
 std::string fallback_text(const section_config& section, std::string_view from) {
-  if (section.fallback_from) {
-    if (auto text = field_of(from, section.fallback_from->field))
-      return *text;
+  if (section.fallback_from && !from.empty() && from != "null") {
+    if (auto text = find_member(from, section.fallback_from->field))
+      return std::string(*text);
   }
   if (section.fallback)
     return section.fallback->dump();
@@ -41,30 +29,6 @@ bool shows_own_data(const section_outcome& outcome) {
   return outcome.status == section_status::ok || outcome.source == data_source::stale;
 }
 
-/// Pieces written through a pointer into a string sized once for the most they can take: one
-/// allocation and no capacity check per piece (the answer is built once per request; appending
-/// piece by piece cost ~5.5k instructions of a four-section answer, docs/performance.md).
-class piece_writer {
-public:
-  piece_writer(std::string& out, std::size_t most) : out_(out) {
-    out_.resize(most);
-    p_ = out_.data();
-  }
-  void put(std::string_view piece) {
-    std::memcpy(p_, piece.data(), piece.size());
-    p_ += piece.size();
-  }
-  void put(char c) { *p_++ = c; }
-  void number(std::int64_t value) { p_ = std::to_chars(p_, p_ + max_digits, value).ptr; }
-  void finish() { out_.resize(static_cast<std::size_t>(p_ - out_.data())); }
-
-  static constexpr std::size_t max_digits = 20; ///< of an int64, its sign included
-
-private:
-  std::string& out_;
-  char* p_;
-};
-
 /// The most a status or source word takes (to_string of section_status, data_source).
 constexpr std::size_t max_word = 16;
 
@@ -72,7 +36,7 @@ constexpr std::size_t max_word = 16;
 std::size_t degraded_and_warnings_bytes(const route_config& route) {
   std::size_t most = 32;
   for (const auto& section : route.sections)
-    most += section.name.size() + max_word + 4;
+    most += std::max(section.warning.size(), section.name.size() + max_word) + 4;
   return most;
 }
 
@@ -89,10 +53,16 @@ void put_degraded_and_warnings(piece_writer& out, const route_config& route,
       continue;
     if (!first)
       out.put(',');
+    // Names and codes are [a-z][a-z0-9_]* (the config's rule): no escaping.
     out.put('"');
-    out.put(route.sections[i].name);
-    out.put('_');
-    out.put(to_string(outcomes[i].status));
+    const auto& section = route.sections[i];
+    if (section.warning.empty()) {
+      out.put(section.name);
+      out.put('_');
+      out.put(to_string(outcomes[i].status));
+    } else {
+      out.put(section.warning);
+    }
     out.put('"');
     first = false;
   }
@@ -155,6 +125,19 @@ http_reply build_aggregate_reply(const route_config& route, std::vector<section_
     shows[i].text = shows[i].fallback;
   }
 
+  http_reply reply;
+  if (route.shape) {
+    const auto text_of = [&](std::size_t i) { return shows[i].text; };
+    piece_writer out{reply.body, shape_bytes(*route.shape, text_of) + 2 + degraded_and_warnings_bytes(route)};
+    put_shape(out, *route.shape, text_of);
+    if (route.shape->has_members)
+      out.put(',');
+    put_degraded_and_warnings(out, route, outcomes);
+    out.put('}');
+    out.finish();
+    return reply;
+  }
+
   // Spliced, not re-serialized: live data is validated JSON as the downstream sent it. Section
   // names are [a-z][a-z0-9_]* (the config's rule) and the rest are numbers and fixed words: no
   // escaping. Per section at most: `,"NAME":DATA` and
@@ -164,7 +147,6 @@ http_reply build_aggregate_reply(const route_config& route, std::vector<section_
   for (std::size_t i = 0; i < n; ++i)
     most += 2 * route.sections[i].name.size() + shows[i].text.size() + 52 + 2 * max_word +
             2 * piece_writer::max_digits;
-  http_reply reply;
   piece_writer out{reply.body, most};
   out.put("{\"data\":{");
   for (std::size_t i = 0; i < n; ++i) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "gather/answer/aggregate_response.hpp"
+#include "shaped_answer.hpp"
 
 namespace gather {
 
@@ -79,9 +80,22 @@ std::vector<std::string> progressive_answer::ended(std::size_t i, std::vector<se
 std::string progressive_answer::done(const std::vector<section_outcome>& outcomes,
                                      const std::string& request_id) const {
   // request_id is [A-Za-z0-9._-]{1,64} (docs/api.md#headers): no escaping.
-  return frame_event(format_, "done",
-                     "{\"done\":true," + degraded_and_warnings(route_, outcomes) +
-                         ",\"request_id\":\"" + request_id + "\"}");
+  std::string line = "{\"done\":true," + degraded_and_warnings(route_, outcomes) +
+                     ",\"request_id\":\"" + request_id + '"';
+  if (route_.shape) {
+    // The page's own object, rendered from what the section lines showed.
+    const auto text_of = [&](std::size_t i) { return std::string_view{data_[i]}; };
+    std::string data;
+    piece_writer out{data, shape_bytes(*route_.shape, text_of) + 1};
+    put_shape(out, *route_.shape, text_of);
+    out.put('}');
+    out.finish();
+    flatten_json(data);
+    line += ",\"data\":";
+    line += data;
+  }
+  line += '}';
+  return frame_event(format_, "done", line);
 }
 
 std::string batch_row_event(answer_format format, std::size_t index, const std::string& item,

@@ -45,6 +45,8 @@ template <class List, class Value> bool contains(const List& list, const Value& 
 
 bool is_alpha(char c);
 bool is_digit(char c);
+/// [a-z][a-z0-9_]*: a section's name, and a `warning` code.
+bool is_section_name(std::string_view name);
 /// An RFC 9110 token: what a header name may be.
 bool is_token(std::string_view text);
 std::string lower_case(std::string_view text);
@@ -202,6 +204,14 @@ std::vector<std::string> read_forward_headers(const object_reader& parent);
 /// False for hop-by-hop headers and Host (lower-case name): those are never sent on.
 bool forwardable_header(std::string_view lower_name);
 
+/// The route's `shape` (read_shape.cpp), compiled against its sections; nullopt when absent or
+/// (reported) invalid. `is_batch`: a batch route has no shape.
+std::optional<shape_template> read_shape(const object_reader& route, const route_config& out,
+                                         bool is_batch);
+/// The same template compiled from the text read again keeping its members' order (nlohmann::json
+/// sorts them): the answer's members stand as the configuration writes them.
+shape_template compile_ordered_shape(const nlohmann::ordered_json& shape, const route_config& route);
+
 // ---------------------------------------------------------------------------------------------
 // Who may come in (read_auth.cpp)
 
@@ -225,6 +235,10 @@ void read_deadline_header(const object_reader& top, std::string& out);
 /// References to fields that the referenced section's own `fields` drops could never resolve.
 void check_projected_references(const std::vector<section_config>& sections,
                                 const std::string& sections_path, problem_list& problems);
+/// A `warning` code used by two sections, or equal to another section's default code
+/// (`<name>_<status>`), would make `warnings` ambiguous.
+void check_warning_codes(const std::vector<section_config>& sections,
+                         const std::string& sections_path, problem_list& problems);
 /// Reports dependency cycles, or fills the route's resolve order when there is none.
 void order_sections(route_config& route, const std::string& sections_path, problem_list& problems);
 

@@ -118,6 +118,21 @@ std::optional<std::string> read_whole_file(const std::string& file_path, std::st
   return text;
 }
 
+/// Recompiles each route's `shape` from the text parsed keeping key order: read with the rest of
+/// the document, its members came out sorted by key.
+void keep_shape_order(std::string_view json_text, config& loaded) {
+  if (std::none_of(loaded.routes.begin(), loaded.routes.end(),
+                   [](const route_config& route) { return route.shape.has_value(); }))
+    return;
+  const auto ordered = nlohmann::ordered_json::parse(json_text.begin(), json_text.end());
+  const auto& routes = ordered.at("routes");
+  for (std::size_t i = 0; i < loaded.routes.size(); ++i) {
+    route_config& route = loaded.routes[i];
+    if (route.shape)
+      route.shape = config_reader::compile_ordered_shape(routes.at(i).at("shape"), route);
+  }
+}
+
 } // namespace
 
 config_result load_config(std::string_view json_text) {
@@ -128,6 +143,7 @@ config_result load_config(std::string_view json_text) {
   config loaded = read_config(*document, problems);
   if (!problems.empty())
     return {std::nullopt, problems.take()};
+  keep_shape_order(json_text, loaded);
   return {std::move(loaded), {}};
 }
 

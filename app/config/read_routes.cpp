@@ -13,7 +13,8 @@ struct read_route_result {
 };
 
 read_route_result read_route(const object_reader& route) {
-  route.reject_unknown_keys({"path", "deadline_ms", "sections", "batch", "auth", "rate_limit"});
+  route.reject_unknown_keys({"path", "deadline_ms", "sections", "batch", "auth", "rate_limit",
+                             "shape"});
   read_route_result result;
   route_config& out = result.route;
   result.path_valid = read_route_path(route, out);
@@ -41,6 +42,7 @@ read_route_result read_route(const object_reader& route) {
     read_sections(route, sections, result.path_valid, out);
   if (const auto batch = route.read_object("batch"))
     out.batch = read_batch(*batch, out, result.path_valid);
+  out.shape = read_shape(route, out, has_batch);
   return result;
 }
 

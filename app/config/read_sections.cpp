@@ -11,13 +11,6 @@ namespace {
 /// Names that would be read as `{query.q}`, `{header.h}` or `{item}` in a URL template.
 constexpr std::string_view reserved_section_names[] = {"query", "header", "item", "claim"};
 
-/// [a-z][a-z0-9_]*: a section's name.
-bool is_section_name(std::string_view name) {
-  return !name.empty() && name[0] >= 'a' && name[0] <= 'z' &&
-         std::all_of(name.begin(), name.end(),
-                     [](char c) { return (c >= 'a' && c <= 'z') || is_digit(c) || c == '_'; });
-}
-
 /// Reads `fallback_from` ("s" or "s.a.b"); nullopt when absent or invalid (reported).
 std::optional<field_ref> read_fallback_from(const object_reader& section,
                                             const template_scope& scope) {
@@ -63,6 +56,19 @@ void read_section_name(const object_reader& section, std::size_t index,
                                 std::to_string(first) + "])");
 }
 
+/// `warning`: the section's code in `warnings`; empty when absent or (reported) invalid.
+std::string read_warning(const object_reader& section) {
+  const std::string expected = "a string matching [a-z][a-z0-9_]*";
+  const std::optional<std::string> code = section.read_string("warning", expected);
+  if (!code)
+    return {};
+  if (!is_section_name(*code)) {
+    section.problem("warning", "must match [a-z][a-z0-9_]*");
+    return {};
+  }
+  return *code;
+}
+
 /// An optional section must say how it degrades. A `required` that is not a boolean is reported
 /// on its own and does not also count as optional.
 bool is_optional(const object_reader& section) {
@@ -85,8 +91,8 @@ section_config read_section(const object_reader& section, std::size_t index,
                             const std::map<std::string, std::size_t>& names) {
   section.reject_unknown_keys({"name", "url", "timeout_ms", "required", "fallback", "fallback_from",
                                "retry", "cache_ttl_ms", "stale_ttl_ms", "fields", "forward_headers",
-                               "hedge", "max_concurrent", "circuit", "grpc",
-                               "cache_shared"});
+                               "hedge", "max_concurrent", "circuit", "grpc", "max_items",
+                               "warning", "cache_shared"});
   const template_scope scope{route_path_valid ? &route : nullptr, &names, index,
                              route.auth.has_value()};
   section_config out;
@@ -125,6 +131,8 @@ section_config read_section(const object_reader& section, std::size_t index,
   out.fields = read_fields(section);
   out.forward_headers = read_forward_headers(section);
   read_resilience(section, out);
+  section.read_integer("max_items", 1, 100000, out.max_items);
+  out.warning = read_warning(section);
   if (is_optional(section) && !section.find("fallback") && !section.find("fallback_from"))
     section.problems().add(section.path(),
                            "optional section needs \"fallback\" or \"fallback_from\"");
@@ -164,6 +172,7 @@ void read_sections(const object_reader& route_object, const json* sections, bool
     route.sections.push_back(read_section(section, i, route, route_path_valid, names));
   }
   check_projected_references(route.sections, path, route_object.problems());
+  check_warning_codes(route.sections, path, route_object.problems());
   order_sections(route, path, route_object.problems());
 }
 

@@ -130,6 +130,29 @@ void check_projected_references(const std::vector<section_config>& sections,
   }
 }
 
+void check_warning_codes(const std::vector<section_config>& sections,
+                         const std::string& sections_path, problem_list& problems) {
+  // The statuses a section can end with other than ok (section_status in gather/values).
+  constexpr std::string_view not_ok[] = {"timeout", "error", "rejected", "skipped"};
+  // Each code a section may stand for in `warnings`, and the first section that does.
+  std::map<std::string, std::size_t> owner;
+  for (std::size_t i = 0; i < sections.size(); ++i) {
+    if (sections[i].warning.empty())
+      for (const std::string_view status : not_ok)
+        owner.emplace(sections[i].name + "_" + std::string(status), i);
+  }
+  for (std::size_t i = 0; i < sections.size(); ++i) {
+    const std::string& code = sections[i].warning;
+    if (code.empty())
+      continue;
+    const auto [it, fresh] = owner.emplace(code, i);
+    if (!fresh)
+      problems.add(member_path(element_path(sections_path, i), "warning"),
+                   in_quotes(code) + " is already the code of sections[" +
+                       std::to_string(it->second) + "] (" + sections[it->second].name + ")");
+  }
+}
+
 void order_sections(route_config& route, const std::string& sections_path, problem_list& problems) {
   const dependency_graph edges = dependency_edges(route.sections);
   const std::vector<std::vector<std::size_t>> cycles = cycle_finder(edges).find();

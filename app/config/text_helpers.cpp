@@ -45,6 +45,12 @@ std::string join(const std::vector<std::string>& pieces, std::string_view separa
 bool is_alpha(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
 bool is_digit(char c) { return c >= '0' && c <= '9'; }
 
+bool is_section_name(std::string_view name) {
+  return !name.empty() && name[0] >= 'a' && name[0] <= 'z' &&
+         std::all_of(name.begin(), name.end(),
+                     [](char c) { return (c >= 'a' && c <= 'z') || is_digit(c) || c == '_'; });
+}
+
 bool is_token(std::string_view text) {
   return !text.empty() && std::all_of(text.begin(), text.end(), is_token_char);
 }

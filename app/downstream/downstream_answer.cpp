@@ -88,24 +88,38 @@ quick_verdict quick_check(std::string& text, std::size_t from) {
 }
 
 /// Parses an already validated body into a DOM that holds only what `fields` can reach: the objects
-/// on each path and the whole value at its end. Everything else is lexed but never built (a 200 KiB
-/// body with two small fields kept cost 5-6 ms of CPU as a full DOM, mostly malloc, map inserts and
-/// destruction: docs/performance.md). project_fields gives the same result on it as on the full DOM.
-nlohmann::json parse_reachable(std::string_view body, const std::vector<field_path>& fields) {
+/// on each path (and the arrays met on the way, which take no step of a path: each of their
+/// elements goes on with the same one) and the whole value at its end, and, when the body is an
+/// array, only its first `max_items` elements (0: all). Everything else is lexed but never built
+/// (a 200 KiB body with two small fields kept cost 5-6 ms of CPU as a full DOM, mostly malloc,
+/// map inserts and destruction: docs/performance.md). project_fields gives the same result on it
+/// as on the full DOM; empty `fields` keeps everything.
+nlohmann::json parse_reachable(std::string_view body, const std::vector<field_path>& fields,
+                               std::size_t max_items) {
   std::vector<char> kinds;        // kinds[l]: 'o' or 'a', the container at nesting level l
   std::vector<std::string> keys;  // keys[l]: the current key in the object at level l
-  // A position inside `depth` containers is reachable when, for some path, every level the path
-  // covers is an object whose current key is the path's key (below the path's end, anything goes).
+  std::size_t top_elements = 0;   // elements of a top-level array met so far
+  // A position inside `depth` containers is reachable when, for some path, the object levels
+  // above it, in order, have the path's keys as their current keys, as far as the path goes
+  // (below its end, anything goes).
   auto reachable = [&](std::size_t depth) {
+    if (fields.empty())
+      return true;
     for (const auto& path : fields) {
-      const auto covered = std::min(path.size(), depth);
+      std::size_t step = 0;
       bool match = true;
-      for (std::size_t l = 0; match && l < covered; ++l)
-        match = kinds[l] == 'o' && keys[l] == path[l];
+      for (std::size_t l = 0; match && l < depth && step < path.size(); ++l) {
+        if (kinds[l] == 'o')
+          match = keys[l] == path[step++];
+      }
       if (match)
         return true;
     }
     return false;
+  };
+  // An element of a top-level array past max_items is never built.
+  auto counted = [&](std::size_t depth) {
+    return max_items == 0 || depth != 1 || kinds[0] != 'a' || ++top_elements <= max_items;
   };
   using event = nlohmann::json::parse_event_t;
   auto keep = [&](int depth_in, event ev, nlohmann::json& parsed) {
@@ -113,7 +127,7 @@ nlohmann::json parse_reachable(std::string_view body, const std::vector<field_pa
     switch (ev) {
       case event::object_start:
       case event::array_start: {
-        const bool kept = depth == 0 || reachable(depth);
+        const bool kept = depth == 0 || (counted(depth) && reachable(depth));
         kinds.resize(depth);
         kinds.push_back(ev == event::object_start ? 'o' : 'a');
         keys.resize(depth + 1);
@@ -122,11 +136,52 @@ nlohmann::json parse_reachable(std::string_view body, const std::vector<field_pa
       case event::key:
         keys[depth - 1] = parsed.get_ref<const std::string&>();
         return reachable(depth);
-      default: // values, and the ends of containers (false there would discard a kept container)
+      case event::value:
+        return counted(depth);
+      default: // the ends of containers (false there would discard a kept container)
         return true;
     }
   };
   return nlohmann::json::parse(body.begin(), body.end(), keep);
+}
+
+/// `value` projected by the fields that share their first `at` steps (`paths`); nullopt when a
+/// path cannot go on through it (a scalar before a path's end).
+std::optional<nlohmann::json> project(const nlohmann::json& value,
+                                      const std::vector<const field_path*>& paths, std::size_t at) {
+  for (const auto* path : paths)
+    if (path->size() == at)
+      return value; // a path ends here: all of it
+  if (value.is_array()) {
+    auto out = nlohmann::json::array();
+    for (const auto& element : value) {
+      auto projected = project(element, paths, at);
+      out.push_back(projected ? std::move(*projected) : nlohmann::json::object());
+    }
+    return out;
+  }
+  if (!value.is_object())
+    return std::nullopt;
+  auto out = nlohmann::json::object();
+  std::vector<const field_path*> next;
+  for (const auto* path : paths) {
+    const auto& key = (*path)[at];
+    if (out.contains(key))
+      continue; // done with every path through this key
+    const auto member = value.find(key);
+    if (member == value.end())
+      continue;
+    next.clear();
+    for (const auto* other : paths)
+      if ((*other)[at] == key)
+        next.push_back(other);
+    auto projected = project(*member, next, at + 1);
+    // An object that holds none of the paths is left out, as an absent field is; an array stays
+    // (its elements' own projections say what they hold).
+    if (projected && !(projected->is_object() && projected->empty() && member->is_object()))
+      out[key] = std::move(*projected);
+  }
+  return out;
 }
 
 bool retryable_status(long status) {
@@ -146,6 +201,12 @@ answer_verdict failed(section_status status, bool retryable, int http, std::stri
 /// middle of the response the body is spliced into.
 std::size_t bom_length(std::string_view body) {
   return body.size() >= 3 && body.substr(0, 3) == "\xEF\xBB\xBF" ? 3 : 0;
+}
+
+/// Whether the body's first token opens an array (JSON whitespace skipped).
+bool starts_array(std::string_view body, std::size_t from) {
+  const auto at = body.find_first_not_of(" \t\r\n", from);
+  return at != std::string_view::npos && body[at] == '[';
 }
 
 answer_verdict spliced(std::string&& body, std::size_t bom, int http) {
@@ -172,26 +233,25 @@ section_outcome outcome_of(answer_verdict&& verdict) {
 }
 
 nlohmann::json project_fields(const nlohmann::json& value, const std::vector<field_path>& fields) {
-  auto out = nlohmann::json::object();
-  if (!value.is_object())
-    return out;
-  for (const auto& path : fields) {
-    const auto* found = find_field(value, path);
-    if (!found)
-      continue;
-    auto* target = &out;
-    for (std::size_t i = 0; i + 1 < path.size(); ++i) {
-      auto& next = (*target)[path[i]];
-      if (!next.is_object())
-        next = nlohmann::json::object();
-      target = &next;
-    }
-    (*target)[path.back()] = *found;
-  }
-  return out;
+  std::vector<const field_path*> paths;
+  for (const auto& path : fields)
+    paths.push_back(&path);
+  auto projected = project(value, paths, 0);
+  if (!projected)
+    return nlohmann::json::object();
+  return std::move(*projected);
 }
 
-answer_verdict classify_answer(transfer_result&& result, const std::vector<field_path>& fields) {
+std::string project_text(std::string_view body, const std::vector<field_path>& fields,
+                         std::size_t max_items) {
+  auto value = parse_reachable(body, fields, max_items);
+  if (!fields.empty())
+    value = project_fields(value, fields);
+  return value.dump();
+}
+
+answer_verdict classify_answer(transfer_result&& result, const std::vector<field_path>& fields,
+                               std::size_t max_items) {
   switch (result.error) {
     case transfer_error::none:
       break;
@@ -211,7 +271,9 @@ answer_verdict classify_answer(transfer_result&& result, const std::vector<field
     return failed(section_status::error, retryable_status(http), http,
                   "http_status " + std::to_string(http));
   const auto bom = bom_length(result.body);
-  if (fields.empty()) { // only validated and spliced: simdjson first
+  // Spliced as sent when nothing is taken out of it: no fields, and no array to cut.
+  const bool whole = fields.empty() && (max_items == 0 || !starts_array(result.body, bom));
+  if (whole) { // only validated and spliced: simdjson first
     switch (quick_check(result.body, bom)) {
       case quick_verdict::valid:
         return spliced(std::move(result.body), bom, http);
@@ -232,12 +294,12 @@ answer_verdict classify_answer(transfer_result&& result, const std::vector<field
     return failed(section_status::error, false, http, "invalid_json");
   if (validator.top_level_null)
     return failed(section_status::error, false, http, "json_null");
-  if (fields.empty())
+  if (whole)
     return spliced(std::move(result.body), bom, http);
   answer_verdict v;
   v.status = section_status::ok;
   v.http_status = http;
-  v.data = project_fields(parse_reachable(body, fields), fields).dump();
+  v.data = project_text(body, fields, max_items);
   return v;
 }
 

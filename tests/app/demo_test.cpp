@@ -157,6 +157,14 @@ TEST_CASE("demo: every curl line it prints works as printed and shows what it sa
     CHECK(page["sections"]["stock"]["source"] == "fallback");
     CHECK(page["data"]["stock"] == json{{"available", 3}});
   };
+  claims["curl -s {base}/pages/42"] = [](runner run_it) {
+    auto page = parse_json(run_it());
+    CHECK(page == json{{"product", {{"id", "42"}, {"title", "Demo product 42"}, {"price", 199.0},
+                                    {"currency", "CNY"}, {"in_stock", 12}}},
+                       {"promo", "10% off this week"}, {"shop", "Demo Shop s-2"},
+                       {"reviews", {{"score", 0}, {"count", 0}}}, {"degraded", true},
+                       {"warnings", {"reviews_unavailable"}}});
+  };
   auto tenant_claim = [](const std::string& tenant) {
     return [tenant](runner run_it) {
       auto first = parse_json(run_it());

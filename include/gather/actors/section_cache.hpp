@@ -89,8 +89,9 @@ private:
 };
 
 /// The part of a section's cache keys that names the section: its route's path, its name and its
-/// `fields` (the data is stored projected). Keyed by names, not positions, so that after a reload
-/// no section is ever shown another's entry; one whose `fields` changed starts afresh.
+/// `fields` and `max_items` (the data is stored projected and cut). Keyed by names, not positions,
+/// so that after a reload no section is ever shown another's entry; one whose `fields` or
+/// `max_items` changed starts afresh.
 std::string cache_scope(const std::string& route_path, const section_config& section);
 
 /// The cache key of a call: the section's scope, the final URL and the forwarded headers' values.

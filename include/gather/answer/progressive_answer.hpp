@@ -35,7 +35,8 @@ public:
   /// back), sometimes also the ones that waited for it.
   std::vector<std::string> ended(std::size_t i, std::vector<section_outcome>& outcomes);
 
-  /// The last event: `{"done": true, "degraded": ..., "warnings": [...], "request_id": ...}`.
+  /// The last event: `{"done": true, "degraded": ..., "warnings": [...], "request_id": ...}`, and
+  /// on a route with `shape` the rendered template as `"data"`.
   std::string done(const std::vector<section_outcome>& outcomes, const std::string& request_id) const;
 
 private:

@@ -137,6 +137,10 @@ struct section_config {
   std::optional<circuit_policy> circuit;
   /// `cache_shared` (docs/shared.md): entries kept in the shared store too (needs `shared`).
   bool cache_shared = false;
+  /// When the data (after `fields`) is an array, only its first max_items elements; 0: all.
+  std::size_t max_items = 0;
+  /// The code that stands for the section in `warnings`; empty: `<name>_<status>`.
+  std::string warning;
 };
 
 struct batch_config {
@@ -186,6 +190,21 @@ struct path_segment {
   std::string text; ///< the literal, or the capture's name
 };
 
+/// A `{s}` or `{s.a.b}` in a route's `shape`: section `section`'s data, or that field of it.
+struct shape_hole {
+  std::size_t section = 0; ///< index in the route's `sections`
+  field_path field;        ///< empty: the whole data
+};
+
+/// A route's `shape` (docs/config.md#shape), compiled once: the template's JSON text cut at its
+/// holes, `literals[0] hole[0] literals[1] ... literals[n]`. The last literal leaves the template's
+/// outer object open: the answer adds `degraded` and `warnings` (or the closing brace) itself.
+struct shape_template {
+  std::vector<std::string> literals; ///< holes.size() + 1 pieces of JSON text
+  std::vector<shape_hole> holes;
+  bool has_members = false; ///< the template object is not `{}`: what follows it needs a comma
+};
+
 struct route_config {
   std::string path; ///< as written
   std::vector<path_segment> segments;
@@ -197,6 +216,7 @@ struct route_config {
   std::vector<std::size_t> resolve_order;
   std::optional<auth_config> auth;
   std::optional<rate_limit_config> rate_limit;
+  std::optional<shape_template> shape; ///< aggregate routes; absent: the `data`/`sections` envelope
 };
 
 /// Mutual TLS on the cluster's links (PEM files): this process's certificate chain and key, and

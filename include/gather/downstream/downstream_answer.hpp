@@ -24,12 +24,22 @@ struct answer_verdict {
 /// Classifies one attempt: 2xx with a JSON body that is not `null` is ok; everything else (a
 /// timeout, a connection failure, any non-2xx including 3xx, a body that is not JSON or nests deeper
 /// than max_json_depth, JSON null) is timeout or error. Takes the body over when it is kept as sent.
-answer_verdict classify_answer(transfer_result&& result, const std::vector<field_path>& fields);
+/// Ok data is projected by `fields`, then cut to its first `max_items` elements when it is an
+/// array (0: all).
+answer_verdict classify_answer(transfer_result&& result, const std::vector<field_path>& fields,
+                               std::size_t max_items = 0);
 
 /// The verdict as a section outcome: status, last HTTP status, private detail, and data when ok.
 section_outcome outcome_of(answer_verdict&& verdict);
 
-/// Keeps only `fields` of `value` (an object; anything else projects to `{}`); absent paths are left out.
+/// Keeps only `fields` of `value` (docs/config.md#fields): where a path meets an array, the rest
+/// of the path applies to each element (an element that is not an object becomes `{}`); absent
+/// paths, and objects on a path that hold none of it, are left out; a scalar projects to `{}`.
 nlohmann::json project_fields(const nlohmann::json& value, const std::vector<field_path>& fields);
+
+/// Validated JSON text as a section shows it: projected by `fields` (empty: all of it), and when
+/// it is an array, cut to its first `max_items` elements (0: all). Re-serialized.
+std::string project_text(std::string_view body, const std::vector<field_path>& fields,
+                         std::size_t max_items);
 
 } // namespace gather

@@ -20,6 +20,7 @@ struct section_work {
   std::int64_t backoff_ms = 0;
   double multiplier = 2.0;
   std::vector<field_path> fields; ///< projection, empty = everything
+  std::uint64_t max_items = 0;    ///< an array's data keeps its first max_items elements; 0: all
   std::uint64_t max_response_bytes = 0;
   std::int64_t budget_ms = 0; ///< time left until the request's deadline when the work was sent
   /// Lower-case name of the header that tells each call how long it may take; empty: none.
@@ -29,7 +30,7 @@ struct section_work {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, section_work& x) {
   return f(caf::meta::type_name("gather.section_work"), x.url, x.headers, x.timeout_ms, x.attempts,
-           x.backoff_ms, x.multiplier, x.fields, x.max_response_bytes, x.budget_ms, x.deadline_header);
+           x.backoff_ms, x.multiplier, x.fields, x.max_items, x.max_response_bytes, x.budget_ms, x.deadline_header);
 }
 
 /// The retry policy and timeout of `work` in the config's types.
