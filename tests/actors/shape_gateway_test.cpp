@@ -144,7 +144,7 @@ TEST_CASE("shape: a progressive answer's last line carries the rendered page as 
                              {"related", {related_book(7), related_book(8)}}});
 }
 
-TEST_CASE("batch: fields walk arrays in each item's data; max_items still bounds the body", "[shape][batch]") {
+TEST_CASE("batch: fields walk arrays in each item's data, and max_items still bounds the body", "[shape][batch]") {
   test_server down;
   down.get(R"(/orders/(\w+))", [](const httplib::Request& req, httplib::Response& res) {
     answer_json(res, {{"order", req.matches[1].str()},
