@@ -43,7 +43,7 @@ bool mentions(const std::vector<std::string>& problems, const std::string& text)
 } // namespace
 
 TEST_CASE("check: max_items is an integer from 1 to 100000", "[unit][config][shape]") {
-  for (const json bad : {json(0), json(100001), json("5"), json(2.5), json(-1)}) {
+  for (const json& bad : {json(0), json(100001), json("5"), json(2.5), json(-1)}) {
     auto sections = book_sections();
     sections[1]["max_items"] = bad;
     INFO(bad.dump());
@@ -56,7 +56,7 @@ TEST_CASE("check: max_items is an integer from 1 to 100000", "[unit][config][sha
 }
 
 TEST_CASE("check: a warning code matches [a-z][a-z0-9_]* and stands for one section", "[unit][config][shape]") {
-  for (const json bad : {json("Stock"), json("1st"), json("stock-out"), json(""), json(5)}) {
+  for (const json& bad : {json("Stock"), json("1st"), json("stock-out"), json(""), json(5)}) {
     auto sections = book_sections();
     sections[2]["warning"] = bad;
     INFO(bad.dump());
