@@ -1,4 +1,6 @@
-// The downstream HTTP client: HTTP/1.1 over Boost.Beast on the gateway's event loops.
+// The downstream HTTP client on the gateway's event loops: HTTP/1.1 over Boost.Beast, and HTTP/2
+// over libnghttp2 (a transfer with `http2`, and calls whose answer arrives as events:
+// stream_call.hpp, what gRPC is built on).
 //
 // Nothing waits on a thread per call: thousands of transfers are in flight on the loops, each with
 // its own timeout, their sockets in the same epoll as the inbound connections. A transfer runs on
@@ -17,6 +19,8 @@
 #include <string>
 #include <vector>
 
+#include "gather/downstream/stream_call.hpp"
+
 namespace gather {
 
 struct transfer_request {
@@ -33,6 +37,9 @@ struct transfer_request {
   std::function<void()> slow{};
   std::string method = "GET";
   std::string body = {}; ///< with a Content-Length (any body, any method but GET); Content-Type in headers
+  /// Over HTTP/2 (stream_call.hpp): h2c prior knowledge for http://, ALPN h2 for https:// (HTTP/1.1
+  /// when the server does not choose h2). The result means what it means over HTTP/1.1.
+  bool http2 = false;
 };
 
 enum class transfer_error {
@@ -74,7 +81,11 @@ public:
   /// thread, after submit returns, unless cancel() is called first.
   std::uint64_t submit(transfer_request request, completion done);
 
-  /// Cancels a transfer; thread-safe, idempotent, unknown ids are ignored. Once the loop
+  /// Starts an HTTP/2 call whose answer arrives as events (stream_call.hpp says which, when and on
+  /// which thread); thread-safe. Returns its id (never 0), which cancel() takes.
+  std::uint64_t call(stream_request request, std::shared_ptr<stream_events> events);
+
+  /// Cancels a transfer or a call; thread-safe, idempotent, unknown ids are ignored. Once the loop
   /// takes the cancellation the connection is closed and `done` never runs; a completion already
   /// under way may still run.
   void cancel(std::uint64_t id);
