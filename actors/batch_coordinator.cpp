@@ -109,6 +109,7 @@ void start_attempt(batch_ptr self, std::size_t c) {
   if (++st.outcomes[c].attempts == 1 && st.budget)
     st.budget->first_attempt(clock::now());
   transfer_request request{st.job->plan.urls[c], {}, batch_of(st).timeout, serving.max_response_bytes()};
+  request.http2 = batch_of(st).http2;
   request.header_lines = header_block(
       st.headers, serving.deadline_header().empty()
                       ? std::string{}

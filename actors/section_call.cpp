@@ -29,6 +29,7 @@ section_call make_section_call(const section_config& section, std::size_t route,
   work.fields = section.fields;
   work.max_items = section.max_items;
   work.max_response_bytes = serving.max_response_bytes();
+  work.http2 = section.http2;
   work.budget_ms = std::chrono::duration_cast<millis>(deadline - std::chrono::steady_clock::now()).count();
   call.route = route;
   call.index = index;

@@ -156,6 +156,7 @@ void launch_call(worker_ptr self, bool retry, concurrency_limit::slot slot) {
   const auto left = std::max(millis{1}, attempt_timeout - std::chrono::duration_cast<millis>(
                                                             now - st.attempt.started()));
   transfer_request request{st.call.work.url, {}, left, st.call.work.max_response_bytes};
+  request.http2 = st.call.work.http2;
   request.header_lines = header_block(
       st.call.work.headers,
       st.call.work.deadline_header.empty()

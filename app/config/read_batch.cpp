@@ -7,7 +7,7 @@ namespace gather::config_reader {
 batch_config read_batch(const object_reader& batch, const route_config& route,
                         bool route_path_valid) {
   batch.reject_unknown_keys({"url", "max_items", "concurrency", "timeout_ms", "retry",
-                             "deadline_ms", "fields", "forward_headers", "grpc"});
+                             "deadline_ms", "fields", "forward_headers", "grpc", "http2"});
   batch_config out;
   const template_scope scope{route_path_valid ? &route : nullptr, nullptr, std::nullopt,
                              route.auth.has_value()};
@@ -35,6 +35,7 @@ batch_config read_batch(const object_reader& batch, const route_config& route,
   batch.read_millis("deadline_ms", 1, 3600000, out.deadline);
   out.fields = read_fields(batch);
   out.forward_headers = read_forward_headers(batch);
+  batch.read_bool("http2", out.http2);
   return out;
 }
 

@@ -92,7 +92,7 @@ section_config read_section(const object_reader& section, std::size_t index,
   section.reject_unknown_keys({"name", "url", "timeout_ms", "required", "fallback", "fallback_from",
                                "retry", "cache_ttl_ms", "stale_ttl_ms", "fields", "forward_headers",
                                "hedge", "max_concurrent", "circuit", "grpc", "max_items",
-                               "warning", "cache_shared"});
+                               "warning", "cache_shared", "http2"});
   const template_scope scope{route_path_valid ? &route : nullptr, &names, index,
                              route.auth.has_value()};
   section_config out;
@@ -109,6 +109,7 @@ section_config read_section(const object_reader& section, std::size_t index,
     add_message_dependencies(*out.grpc, out.depends_on);
   section.read_required_millis("timeout_ms", 1, max_timeout_ms, out.timeout);
   section.read_bool("required", out.required);
+  section.read_bool("http2", out.http2);
   if (const json* fallback = section.find("fallback")) {
     if (fallback->is_null())
       section.problem("fallback", "must not be null (any other JSON value; leave it out for none)");

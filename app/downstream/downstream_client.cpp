@@ -1,6 +1,6 @@
 // The downstream HTTP client's face (downstream_client.hpp): any thread submits or cancels a
-// transfer by posting it to the loop its id names; everything else runs on that loop
-// (loop_client.hpp: the pools, the transfers, what one transfer goes through).
+// transfer or a call by posting it to the loop its id names; everything else runs on that loop
+// (loop_client.hpp: the loop's face; h1_client.hpp and h2_client.hpp behind it).
 #include "gather/downstream/downstream_client.hpp"
 
 #include <atomic>
@@ -26,13 +26,15 @@ struct downstream_client::impl {
   std::atomic<std::size_t> inflight{0};
   std::atomic<std::size_t> queued{0};
   std::unique_ptr<asio::ssl::context> tls;           ///< https downstreams: verify peer and name
+  std::unique_ptr<asio::ssl::context> tls_h2;        ///< the same, with ALPN offering h2
   name_lookups lookups; ///< before the clients: its threads are joined after they are gone
   std::vector<std::unique_ptr<loop_client>> clients; ///< one per loop
 
   impl(std::unique_ptr<io_loops> own, io_loops& l) : own_loops(std::move(own)), loops(l) {
     tls = make_client_tls();
+    tls_h2 = make_client_tls(true);
     for (std::size_t i = 0; i < loops.size(); ++i)
-      clients.push_back(std::make_unique<loop_client>(loops.loop(i), lookups, inflight, *tls));
+      clients.push_back(std::make_unique<loop_client>(loops.loop(i), lookups, inflight, *tls, *tls_h2));
     if (own_loops)
       own_loops->start();
   }
@@ -44,6 +46,31 @@ struct downstream_client::impl {
 
   /// Ids carry their loop: id % loops.
   loop_client& client_of(std::uint64_t id) { return *clients[id % clients.size()]; }
+
+  /// Ids carry their loop (id % loops). A call made on one of the loops stays on it and starts
+  /// now: the worker, its call and the answer's read share one thread, and the call costs no
+  /// posted handler (a turn of the loop, with an epoll_wait, before it is sent). From elsewhere
+  /// the loops take calls in turn. `run(client, id)` starts it on its loop.
+  template <class Run>
+  std::uint64_t launch(Run run) {
+    const std::uint64_t seq = next_id++;
+    const std::size_t count = clients.size();
+    const auto here = loops.current();
+    const std::size_t loop = here ? *here : seq % count;
+    const std::uint64_t id = seq * count + loop;
+    ++inflight;
+    auto& client = client_of(id);
+    if (here) {
+      run(client, id);
+      return id;
+    }
+    ++queued;
+    asio::post(client.loop(), [this, &client, id, run = std::move(run)]() mutable {
+      --queued;
+      run(client, id);
+    });
+    return id;
+  }
 };
 
 namespace {
@@ -61,29 +88,15 @@ downstream_client::downstream_client(io_loops& loops) : impl_(std::make_unique<i
 downstream_client::~downstream_client() = default;
 
 std::uint64_t downstream_client::submit(transfer_request request, completion done) {
-  auto& im = *impl_;
-  const std::uint64_t seq = im.next_id++;
-  const std::size_t loops = im.clients.size();
-  // Ids carry their loop (id % loops). A call made on one of the loops stays on it and starts
-  // now: the worker, its call and the answer's read share one thread, and the call costs no
-  // posted handler (a turn of the loop, with an epoll_wait, before it is sent). From elsewhere
-  // the loops take calls in turn.
-  const auto here = im.loops.current();
-  const std::size_t loop = here ? *here : seq % loops;
-  const std::uint64_t id = seq * loops + loop;
-  ++im.inflight;
-  auto& client = im.client_of(id);
-  if (here) {
-    client.start(id, std::move(request), std::move(done));
-    return id;
-  }
-  ++im.queued;
-  asio::post(client.loop(), [im = impl_.get(), &client, id, request = std::move(request),
-                             done = std::move(done)]() mutable {
-    --im->queued;
+  return impl_->launch([request = std::move(request), done = std::move(done)](loop_client& client, std::uint64_t id) mutable {
     client.start(id, std::move(request), std::move(done));
   });
-  return id;
+}
+
+std::uint64_t downstream_client::call(stream_request request, std::shared_ptr<stream_events> events) {
+  return impl_->launch([request = std::move(request), events = std::move(events)](loop_client& client, std::uint64_t id) mutable {
+    client.call(id, std::move(request), std::move(events));
+  });
 }
 
 void downstream_client::cancel(std::uint64_t id) {

@@ -1,160 +1,53 @@
-// The downstream client's side on one event loop (downstream_client.cpp is the side other threads
-// call): the keep-alive pools of that loop and its running transfers, each from a connection taken
-// or made, through its request and its answer, to its completion. Only the loop's thread touches
-// any of it. Private to app/downstream/.
+// One event loop's side of the downstream client (downstream_client.cpp is the side other threads
+// call): the face a transfer or a call meets on its loop. A transfer goes to the HTTP/1.1 client
+// (h1_client.hpp), or with `http2` to the HTTP/2 client (h2_client.hpp) through a collector that
+// turns the call's events into the transfer's result; an https origin whose ALPN chose HTTP/1.1
+// is remembered a while, and its transfers go to the HTTP/1.1 client, on the connection the
+// HTTP/2 side made. Only the loop's thread touches any of it. Private to app/downstream/.
 #pragma once
 
-#include <atomic>
-#include <cstdint>
-#include <memory>
-#include <optional>
+#include <chrono>
 #include <string>
 #include <unordered_map>
-#include <vector>
 
-#include <ostream> // boost/core/detail/string_view.hpp (1.81) uses std::ostream without including it
-#include <boost/asio/ip/tcp.hpp>
-#include <boost/asio/ssl.hpp>
-#include <boost/asio/steady_timer.hpp>
-#include <boost/beast/core/flat_buffer.hpp>
-
-#include "gather/downstream/downstream_client.hpp"
-#include "gather/downstream/name_lookups.hpp"
-#include "gather/downstream/response_reading.hpp"
-#include "gather/downstream/url_split.hpp"
+#include "h1_client.hpp"
+#include "h2_client.hpp"
 
 namespace gather::downstream_loop {
 
-namespace asio = boost::asio;
-namespace http = boost::beast::http;
-using tcp = asio::ip::tcp;
-using error_code = boost::system::error_code;
+/// How long an https origin whose ALPN chose HTTP/1.1 is called over HTTP/1.1 without asking again.
+constexpr std::chrono::seconds http1_origin_memory{60};
 
-/// The TLS context of https downstreams: the system's CAs, the peer and its name verified.
-std::unique_ptr<asio::ssl::context> make_client_tls();
-
-/// One connection to a downstream origin, plain or TLS.
-struct origin_connection {
-  origin_connection(asio::io_context& loop, asio::ssl::context& tls_ctx, bool tls)
-    : socket(loop) {
-    if (tls)
-      tls_stream.emplace(tcp::socket(loop), tls_ctx);
-  }
-  tcp::socket& lowest() { return tls_stream ? tls_stream->next_layer() : socket; }
-  void close() {
-    error_code ignored;
-    lowest().close(ignored);
-  }
-
-  tcp::socket socket;                                      ///< plain http
-  std::optional<asio::ssl::stream<tcp::socket>> tls_stream; ///< https
-  boost::beast::flat_buffer buffer;
-  std::string key;
-};
-
-/// One running transfer.
-struct transfer {
-  transfer(asio::io_context& loop) : timer(loop) {}
-  std::uint64_t id = 0;
-  origin_and_target where;
-  std::string request_bytes;
-  std::size_t max_body_bytes = 0;
-  downstream_client::completion done;
-  asio::steady_timer timer;
-  std::unique_ptr<origin_connection> conn;
-  std::optional<response_parser> parser;
-  std::size_t head_bytes = 0; ///< taken by the parser until the head was whole
-  bool reused = false;  ///< the connection came from the pool
-  bool resent = false;  ///< already sent once more on a new connection
-  bool connecting = false; ///< connect() returned before the handshake was known to be complete
-  bool finished = false;
-};
-
-/// The pools and the running transfers of one event loop.
 class loop_client {
 public:
   loop_client(asio::io_context& loop, name_lookups& lookups, std::atomic<std::size_t>& inflight,
-              asio::ssl::context& tls)
-    : loop_(loop), lookups_(lookups), tls_(tls), inflight_(inflight) {}
-
-  /// The loop has stopped (or never ran): nothing runs any more.
-  ~loop_client() {
-    for (auto& [id, t] : running_) {
-      t->finished = true;
-      if (t->conn)
-        t->conn->close();
-    }
-    inflight_ -= running_.size();
-  }
+              asio::ssl::context& tls, asio::ssl::context& tls_h2);
 
   asio::io_context& loop() { return loop_; }
 
+  /// A transfer (counted in `inflight` by the caller): HTTP/1.1, or HTTP/2 with request.http2.
   void start(std::uint64_t id, transfer_request request, downstream_client::completion done);
-  void arm_timeout(const std::shared_ptr<transfer>& t, std::chrono::microseconds after);
-
-  /// The timer first marks the slow point, then the rest of the timeout.
-  void arm_slow(const std::shared_ptr<transfer>& t, std::chrono::microseconds after,
-                std::chrono::microseconds rest, std::function<void()> slow) {
-    t->timer.expires_after(after);
-    t->timer.async_wait([this, t, rest, slow = std::move(slow)](const error_code& ec) {
-      if (ec || t->finished)
-        return;
-      arm_timeout(t, rest);
-      slow();
-    });
+  /// A call whose answer arrives as events (counted in `inflight` by the caller).
+  void call(std::uint64_t id, stream_request request, std::shared_ptr<stream_events> events) {
+    h2_.start(id, std::move(request), std::move(events));
+  }
+  /// A cancel of either kind (ids are unique across both).
+  void abandon(std::uint64_t id) {
+    h1_.abandon(id);
+    h2_.abandon(id);
   }
 
-  void abandon(std::uint64_t id);
+  /// The transfer goes over HTTP/1.1 after its HTTP/2 call found an origin that does not speak h2.
+  void fall_back(std::uint64_t id, transfer_request request, downstream_client::completion done);
 
 private:
-  std::unique_ptr<origin_connection> take_idle(const std::string& key);
-  void give_back(std::unique_ptr<origin_connection> conn);
-  void connect(const std::shared_ptr<transfer>& t);
-  /// A plain connection to an address: the request goes out right after the non-blocking connect.
-  /// To a peer on this host the kernel completes the handshake inside connect(), and the send
-  /// needs no wait; to another host the send finds the socket not yet writable, and Asio's write
-  /// waits for it as its connect would have (the same number of system calls). Saved per new
-  /// local connection: the connect operation's epoll_ctl for writability, its wake-up, its poll
-  /// and getsockopt.
-  void connect_and_send(const std::shared_ptr<transfer>& t, const tcp::endpoint& endpoint);
-  void connected(const std::shared_ptr<transfer>& t, const error_code& ec);
-
-  template <class F>
-  void with_stream(origin_connection& conn, F f) {
-    if (conn.tls_stream)
-      f(*conn.tls_stream);
-    else
-      f(conn.socket);
-  }
-
-  void send(const std::shared_ptr<transfer>& t);
-
-  /// Reads the answer with the socket's own reads and Beast's parser: the head first, held to its
-  /// cap (head_within_cap), then the body, parsed as the bytes come. (Beast's async_read_header and
-  /// async_read cost two composed operations and two posts per call, where one read usually
-  /// brings the whole answer.)
-  void receive(const std::shared_ptr<transfer>& t);
-  void read_some(const std::shared_ptr<transfer>& t);
-  /// Parses what the connection's buffer holds; then reads more, or ends the transfer.
-  void parse(const std::shared_ptr<transfer>& t);
-
-  /// Nothing of an answer arrived on a connection that came from the pool: the server closed it
-  /// while idle. Sent once more on a new connection; any other failure is the transfer's.
-  void lost_connection(const std::shared_ptr<transfer>& t, const error_code& ec);
-  void read_failed(const std::shared_ptr<transfer>& t, const error_code& ec);
-  void answered(const std::shared_ptr<transfer>& t);
-  void fail(transfer& t, transfer_error error, std::string detail);
-
-  /// The transfer leaves the running set; its completion is run by the caller, last.
-  void finish(transfer& t);
+  bool speaks_http1_only(const std::string& url);
 
   asio::io_context& loop_;
-  name_lookups& lookups_;
-  asio::ssl::context& tls_;
   std::atomic<std::size_t>& inflight_;
-  std::unordered_map<std::uint64_t, std::shared_ptr<transfer>> running_;
-  std::unordered_map<std::string, std::vector<std::unique_ptr<origin_connection>>> idle_;
-  std::size_t idle_count_ = 0;
+  std::unordered_map<std::string, std::chrono::steady_clock::time_point> http1_origins_; ///< until when
+  h1_client h1_;
+  h2_client h2_;
 };
 
 } // namespace gather::downstream_loop

@@ -141,6 +141,7 @@ struct section_config {
   std::size_t max_items = 0;
   /// The code that stands for the section in `warnings`; empty: `<name>_<status>`.
   std::string warning;
+  bool http2 = false; ///< call the URL over HTTP/2 (h2c prior knowledge, or ALPN h2 for https)
 };
 
 struct batch_config {
@@ -153,6 +154,7 @@ struct batch_config {
   millis deadline{10000};
   std::vector<field_path> fields;
   std::vector<std::string> forward_headers; ///< lower-case names
+  bool http2 = false; ///< as a section's
 };
 
 /// `auth.jwt` (docs/security.md, "Who may come in"): a bearer token checked against a JWK set.

@@ -25,12 +25,14 @@ struct section_work {
   std::int64_t budget_ms = 0; ///< time left until the request's deadline when the work was sent
   /// Lower-case name of the header that tells each call how long it may take; empty: none.
   std::string deadline_header;
+  bool http2 = false; ///< over HTTP/2 (transfer_request::http2)
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, section_work& x) {
   return f(caf::meta::type_name("gather.section_work"), x.url, x.headers, x.timeout_ms, x.attempts,
-           x.backoff_ms, x.multiplier, x.fields, x.max_items, x.max_response_bytes, x.budget_ms, x.deadline_header);
+           x.backoff_ms, x.multiplier, x.fields, x.max_items, x.max_response_bytes, x.budget_ms,
+           x.deadline_header, x.http2);
 }
 
 /// The retry policy and timeout of `work` in the config's types.

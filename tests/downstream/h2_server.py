@@ -1,0 +1,279 @@
+#!/usr/bin/python3
+"""An HTTP/2 downstream for the client's tests, well-behaved and hostile (Debian's python3-h2 with
+hyperframe for the frames h2 would not send). Usage:
+  h2_server.py [--max-streams N] [--tls CERT KEY] [--silent]
+Prints "PORT <n>" once listening on 127.0.0.1, then a line per thing a test may wait for:
+"CONN <n>" (a connection opened), "REQUEST <conn> <stream> <method> <path>", "RESET <conn>
+<stream> <code> <path>" (the client reset a stream), "CLOSED <conn>". --silent: accepts and
+reads, never writes a byte (no SETTINGS). --tls: TLS with ALPN h2 only.
+
+What a request gets is chosen by its path (the query is ignored but for k=):
+  /item                 200 {"id": 7, "name": "lamp"}
+  /echo                 200 {"method", "path", "headers", "body"} of the request
+  /delay/MS             /item after MS ms
+  /status/CODE          that status, {"status": CODE}
+  /hang                 nothing, ever
+  /never-ends           a head and part of a body, then nothing
+  /big/N                200 with a body of N bytes (under flow control)
+  /trailers             head (application/grpc), DATA "abc" and "def", trailers grpc-status 0
+  /trailers-only        one HEADERS with grpc-status 5 and END_STREAM
+  /stream/N/MS          N DATA chunks "chunk-i;" MS ms apart, then the end
+  /rst/POINT/CODE       RST_STREAM CODE at POINT: head (before any), body (after the head),
+                        mid (after part of the body)
+  /refuse               RST_STREAM REFUSED_STREAM, always
+  /refuse-once?k=K      REFUSED_STREAM the first time K is asked, /item after
+  /goaway-once?k=K      the first time: GOAWAY with last stream id below this one (the
+                        connection closes 1 s later); /item after
+  /goaway-error         GOAWAY INTERNAL_ERROR with last stream id this one, then the close
+  /drop                 the connection is closed at once
+  /window-flood         100000 WINDOW_UPDATE frames of 1, then /item
+  /window-overflow      WINDOW_UPDATE frames that overflow the connection's window
+  /bad-status           a :status that is not three digits
+  /stats                {"connections": opened so far, "max_open": most streams open at once on one}
+"""
+
+import asyncio
+import json
+import ssl
+import sys
+
+import h2.config
+import h2.connection
+import h2.errors
+import h2.events
+import h2.exceptions
+import h2.settings
+from hyperframe.frame import WindowUpdateFrame
+
+STATE = {"connections": 0, "max_open": 0, "seen": set()}
+MAX_STREAMS = None
+
+
+def say(*words):
+    print(*words, flush=True)
+
+
+class Downstream(asyncio.Protocol):
+    def connection_made(self, transport):
+        STATE["connections"] += 1
+        self.n = STATE["connections"]
+        self.transport = transport
+        config = h2.config.H2Configuration(client_side=False, header_encoding="utf-8",
+                                           validate_outbound_headers=False)
+        self.conn = h2.connection.H2Connection(config=config)
+        if MAX_STREAMS is not None:
+            self.conn.local_settings = h2.settings.Settings(
+                client=False, initial_values={h2.settings.SettingCodes.MAX_CONCURRENT_STREAMS: MAX_STREAMS})
+        self.conn.initiate_connection()
+        self.streams = {}  # id -> {"headers", "body", "path"}
+        self.window_open = asyncio.Event()
+        self.closed = False
+        say("CONN", self.n)
+        self.flush()
+
+    def connection_lost(self, exc):
+        self.closed = True
+        self.window_open.set()
+        say("CLOSED", self.n)
+
+    def flush(self):
+        if not self.closed:
+            data = self.conn.data_to_send()
+            if data:
+                self.transport.write(data)
+
+    def data_received(self, data):
+        try:
+            events = self.conn.receive_data(data)
+        except h2.exceptions.ProtocolError:
+            self.flush()
+            self.transport.close()
+            return
+        for event in events:
+            if isinstance(event, h2.events.RequestReceived):
+                headers = dict(event.headers)
+                self.streams[event.stream_id] = {"headers": event.headers, "body": b"",
+                                                 "path": headers.get(":path", "")}
+                STATE["max_open"] = max(STATE["max_open"], len(self.streams))
+                say("REQUEST", self.n, event.stream_id, headers.get(":method"), headers.get(":path"))
+                if event.stream_ended:
+                    self.start(event.stream_id)
+            elif isinstance(event, h2.events.DataReceived):
+                if event.stream_id in self.streams:
+                    self.streams[event.stream_id]["body"] += event.data
+                self.conn.acknowledge_received_data(event.flow_controlled_length, event.stream_id)
+            elif isinstance(event, h2.events.StreamEnded):
+                self.start(event.stream_id)
+            elif isinstance(event, h2.events.StreamReset):
+                path = self.streams.pop(event.stream_id, {}).get("path", "")
+                say("RESET", self.n, event.stream_id, int(event.error_code), path)
+            elif isinstance(event, h2.events.WindowUpdated):
+                self.window_open.set()
+            elif isinstance(event, h2.events.ConnectionTerminated):
+                self.transport.close()
+        self.flush()
+
+    def start(self, stream_id):
+        asyncio.ensure_future(self.answer(stream_id))
+
+    def open(self, stream_id):
+        return not self.closed and stream_id in self.streams
+
+    def done(self, stream_id):
+        self.streams.pop(stream_id, None)
+
+    def head(self, stream_id, status, extra=(), end=False, content_type="application/json"):
+        self.conn.send_headers(stream_id, [(":status", str(status)), ("content-type", content_type)] + list(extra),
+                               end_stream=end)
+        if end:
+            self.done(stream_id)
+        self.flush()
+
+    async def body(self, stream_id, data, end=True):
+        while data:
+            if not self.open(stream_id):
+                return
+            room = min(self.conn.local_flow_control_window(stream_id), self.conn.max_outbound_frame_size)
+            if room <= 0:
+                self.window_open.clear()
+                await self.window_open.wait()
+                continue
+            self.conn.send_data(stream_id, data[:room])
+            data = data[room:]
+            self.flush()
+        if end and self.open(stream_id):
+            self.conn.end_stream(stream_id)
+            self.done(stream_id)
+            self.flush()
+
+    async def item(self, stream_id):
+        self.head(stream_id, 200)
+        await self.body(stream_id, b'{"id": 7, "name": "lamp"}')
+
+    def reset(self, stream_id, code):
+        self.conn.reset_stream(stream_id, code)
+        self.done(stream_id)
+        self.flush()
+
+    def raw(self, frame):
+        self.transport.write(frame.serialize())
+
+    async def answer(self, stream_id):
+        if not self.open(stream_id):
+            return
+        request = self.streams[stream_id]
+        path, _, query = request["path"].partition("?")
+        key = dict(p.partition("=")[::2] for p in query.split("&") if p).get("k", "")
+        parts = path.strip("/").split("/")
+        what = parts[0]
+        if what == "item":
+            await self.item(stream_id)
+        elif what == "echo":
+            self.head(stream_id, 200)
+            await self.body(stream_id, json.dumps({
+                "method": dict(request["headers"]).get(":method"), "path": request["path"],
+                "headers": [list(h) for h in request["headers"]],
+                "body": request["body"].decode("utf-8", "replace")}).encode())
+        elif what == "delay":
+            await asyncio.sleep(int(parts[1]) / 1000)
+            if self.open(stream_id):
+                await self.item(stream_id)
+        elif what == "status":
+            self.head(stream_id, int(parts[1]))
+            await self.body(stream_id, json.dumps({"status": int(parts[1])}).encode())
+        elif what == "hang":
+            return
+        elif what == "never-ends":
+            self.head(stream_id, 200)
+            await self.body(stream_id, b'{"a": ', end=False)
+        elif what == "big":
+            self.head(stream_id, 200)
+            await self.body(stream_id, b'"' + b"x" * (int(parts[1]) - 2) + b'"')
+        elif what == "trailers":
+            self.head(stream_id, 200, content_type="application/grpc")
+            await self.body(stream_id, b"abc", end=False)
+            await self.body(stream_id, b"def", end=False)
+            if self.open(stream_id):
+                self.conn.send_headers(stream_id, [("grpc-status", "0"), ("grpc-message", "ok")], end_stream=True)
+                self.done(stream_id)
+                self.flush()
+        elif what == "trailers-only":
+            self.head(stream_id, 200, [("grpc-status", "5"), ("grpc-message", "no such book")], end=True,
+                      content_type="application/grpc")
+        elif what == "stream":
+            self.head(stream_id, 200)
+            for i in range(int(parts[1])):
+                if i:
+                    await asyncio.sleep(int(parts[2]) / 1000)
+                await self.body(stream_id, b"chunk-%d;" % i, end=False)
+            await self.body(stream_id, b"", end=True)
+        elif what == "rst":
+            point, code = parts[1], int(parts[2])
+            if point in ("body", "mid"):
+                self.head(stream_id, 200)
+            if point == "mid":
+                await self.body(stream_id, b'{"a": 1', end=False)
+            self.reset(stream_id, code)
+        elif what == "refuse" or (what == "refuse-once" and ("r", key) not in STATE["seen"]):
+            STATE["seen"].add(("r", key))
+            self.reset(stream_id, h2.errors.ErrorCodes.REFUSED_STREAM)
+        elif what == "goaway-once" and ("g", key) not in STATE["seen"]:
+            STATE["seen"].add(("g", key))
+            self.conn.close_connection(error_code=0, last_stream_id=stream_id - 2)
+            self.flush()
+            await asyncio.sleep(1)
+            self.transport.close()
+        elif what == "goaway-error":
+            self.conn.close_connection(error_code=h2.errors.ErrorCodes.INTERNAL_ERROR, last_stream_id=stream_id)
+            self.flush()
+            self.transport.close()
+        elif what == "drop":
+            self.transport.abort()
+        elif what == "window-flood":
+            self.transport.write(WindowUpdateFrame(0, window_increment=1).serialize() * 100000)
+            await self.item(stream_id)
+        elif what == "window-overflow":
+            self.raw(WindowUpdateFrame(0, window_increment=0x7FFFFFFF))
+            self.raw(WindowUpdateFrame(0, window_increment=0x7FFFFFFF))
+        elif what == "bad-status":
+            self.conn.send_headers(stream_id, [(":status", "abc")], end_stream=False)
+            self.flush()
+        elif what == "stats":
+            self.head(stream_id, 200)
+            await self.body(stream_id, json.dumps({"connections": STATE["connections"],
+                                                   "max_open": STATE["max_open"]}).encode())
+        else:  # refuse-once / goaway-once the second time, and anything else
+            await self.item(stream_id)
+
+
+class Silent(asyncio.Protocol):
+    def connection_made(self, transport):
+        STATE["connections"] += 1
+        say("CONN", STATE["connections"])
+
+    def data_received(self, data):
+        pass
+
+
+async def main(args):
+    global MAX_STREAMS
+    tls = None
+    silent = False
+    while args:
+        flag = args.pop(0)
+        if flag == "--max-streams":
+            MAX_STREAMS = int(args.pop(0))
+        elif flag == "--tls":
+            tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            tls.load_cert_chain(args.pop(0), args.pop(0))
+            tls.set_alpn_protocols(["h2"])
+        elif flag == "--silent":
+            silent = True
+    loop = asyncio.get_running_loop()
+    server = await loop.create_server(Silent if silent else Downstream, "127.0.0.1", 0, ssl=tls)
+    say("PORT", server.sockets[0].getsockname()[1])
+    await server.serve_forever()
+
+
+if __name__ == "__main__":
+    asyncio.run(main(sys.argv[1:]))
