@@ -144,14 +144,17 @@ void h2_client::forget(const h2_link& link) {
 }
 
 void h2_client::idle(h2_link& link) {
-  auto it = links_.find(link.where().key);
-  // Kept while it is the origin's only link and the server keeps it; else closed (GOAWAY).
-  if (link.has_room() && it != links_.end() && it->second.size() == 1)
-    return;
   auto keep = link.shared_from_this();
-  asio::post(loop_, [keep] { // not inside the session's callbacks
-    if (keep->load() == 0)
-      keep->shut("no calls left on a further connection");
+  asio::post(loop_, [this, keep] { // not inside the session's callbacks
+    if (keep->load() != 0 || keep->closed())
+      return;
+    // Kept while it is the only link of its origin that takes calls; else closed (GOAWAY).
+    auto it = links_.find(keep->where().key);
+    const auto takes_calls = [&](const std::shared_ptr<h2_link>& l) { return l != keep && l->has_room(); };
+    if (keep->has_room() && it != links_.end() && std::none_of(it->second.begin(), it->second.end(), takes_calls))
+      return;
+    forget(*keep); // at once: the origin's next idle link counts without it
+    keep->shut("no calls left on a further connection");
   });
 }
 

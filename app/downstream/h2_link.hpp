@@ -1,6 +1,6 @@
 // One HTTP/2 connection to a downstream origin on one event loop: its socket (plain, or TLS with
-// ALPN), its nghttp2 client session driven with mem_recv/mem_send, and the streams of the calls
-// it carries. What a call is, where it goes and how it ends is h2_client.hpp's; the link only
+// ALPN; h2_link.cpp), its nghttp2 client session driven with mem_recv/mem_send and the streams of
+// the calls it carries (h2_link_session.cpp). What a call is, where it goes and how it ends is h2_client.hpp's; the link only
 // turns frames into the call's events and tells its client when a stream closed, was refused or
 // the connection went. Only the loop's thread touches it. Private to app/downstream/.
 #pragma once
@@ -90,6 +90,7 @@ private:
 
   void connect_to(const tcp::endpoint& endpoint);
   void connected(const error_code& ec);
+  nghttp2_session* new_session(); ///< the client session with its callbacks and first SETTINGS
   void ready(); ///< the transport is up: start reading, send what the session has
   bool submit(const std::shared_ptr<h2_call>& call);
   /// The server's first SETTINGS came: the calls waiting for them get their streams, as many as

@@ -119,8 +119,9 @@ stream_request stream_get(const std::string& url, std::chrono::milliseconds time
   return r;
 }
 
-std::shared_ptr<recorded_call> start_call(downstream_client& client, stream_request request) {
+std::shared_ptr<recorded_call> start_call(downstream_client& client, stream_request request, int stop_after = -1) {
   auto events = std::make_shared<recorded_call>();
+  events->stop_after = stop_after;
   client.call(std::move(request), events);
   return events;
 }
@@ -236,8 +237,7 @@ TEST_CASE("ending a call: the consumer stops, the timeout, a cancel, max_respons
   h2_downstream_server server;
   downstream_client client;
   SECTION("the consumer stops after 2 of 10 chunks") {
-    auto call = start_call(client, stream_get(server.url("/stream/10/30")));
-    call->stop_after = 2;
+    auto call = start_call(client, stream_get(server.url("/stream/10/30")), 2);
     CHECK(call->wait().how == stream_ending::stopped);
     CHECK(call->data == "chunk-0;chunk-1;");
     CHECK(server.line_with("RESET").find(" 8 /stream/10/30") != std::string::npos);

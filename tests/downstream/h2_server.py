@@ -43,7 +43,7 @@ import h2.errors
 import h2.events
 import h2.exceptions
 import h2.settings
-from hyperframe.frame import WindowUpdateFrame
+from hyperframe.frame import GoAwayFrame, WindowUpdateFrame
 
 STATE = {"connections": 0, "max_open": 0, "seen": set()}
 MAX_STREAMS = None
@@ -219,13 +219,12 @@ class Downstream(asyncio.Protocol):
             self.reset(stream_id, h2.errors.ErrorCodes.REFUSED_STREAM)
         elif what == "goaway-once" and ("g", key) not in STATE["seen"]:
             STATE["seen"].add(("g", key))
-            self.conn.close_connection(error_code=0, last_stream_id=stream_id - 2)
-            self.flush()
+            # Raw: python3-h2 sends nothing more after its own GOAWAY, and the streams below go on.
+            self.raw(GoAwayFrame(0, last_stream_id=stream_id - 2, error_code=0))
             await asyncio.sleep(1)
             self.transport.close()
         elif what == "goaway-error":
-            self.conn.close_connection(error_code=h2.errors.ErrorCodes.INTERNAL_ERROR, last_stream_id=stream_id)
-            self.flush()
+            self.raw(GoAwayFrame(0, last_stream_id=stream_id, error_code=h2.errors.ErrorCodes.INTERNAL_ERROR))
             self.transport.close()
         elif what == "drop":
             self.transport.abort()
