@@ -184,7 +184,7 @@ TEST_CASE("an http2 transfer over h2c: many calls on one connection, headers low
   client_is_empty(client);
 }
 
-TEST_CASE("a call's events: head, DATA as it comes, trailers, end; Trailers-Only; a POST body", "[h2-downstream]") {
+TEST_CASE("a call's events: head, DATA as it comes, trailers, end, and Trailers-Only, a POST body", "[h2-downstream]") {
   h2_downstream_server server;
   downstream_client client;
   SECTION("head, data, trailers") {
@@ -233,7 +233,7 @@ TEST_CASE("a call's events: head, DATA as it comes, trailers, end; Trailers-Only
   client_is_empty(client);
 }
 
-TEST_CASE("ending a call: the consumer stops, the timeout, a cancel, max_response_bytes; the server sees RST_STREAM CANCEL", "[h2-downstream]") {
+TEST_CASE("ending a call: the consumer stops, the timeout, a cancel, max_response_bytes, the server sees RST_STREAM CANCEL", "[h2-downstream]") {
   h2_downstream_server server;
   downstream_client client;
   SECTION("the consumer stops after 2 of 10 chunks") {
@@ -421,7 +421,7 @@ TEST_CASE("https with ALPN: h2 when the server chooses it, HTTP/1.1 when it does
   client_is_empty(client);
 }
 
-TEST_CASE("a section and a batch with \"http2\": true call over h2c; a failing one degrades as any", "[h2-downstream]") {
+TEST_CASE("a section and a batch with http2 true call over h2c, a failing one degrades as any", "[h2-downstream]") {
   using namespace gather::test;
   h2_downstream_server server;
   auto sections = json::array({section("part", server.url("/echo?p={id}"), 2000, {{"required", true}, {"http2", true}}),
