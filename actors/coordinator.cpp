@@ -42,6 +42,10 @@
 #include "gather/actors/serving_config.hpp"
 #include "gather/ops/metrics.hpp"
 #include "gather/config/url_template.hpp"
+#include "gather/downstream/grpc_json.hpp"
+#include "gather/downstream/proto_catalog.hpp"
+
+#include <variant>
 
 namespace gather {
 
@@ -190,16 +194,78 @@ std::optional<std::string> resolve(coordinator_state& st, const url_part& part) 
   return field ? scalar_text(*field) : std::nullopt;
 }
 
+/// A placeholder's value for a gRPC message: text from the inbound request, a scalar of another
+/// section's data with its own JSON type.
+std::optional<nlohmann::json> resolve_value(coordinator_state& st, const url_part& part) {
+  if (part.what != url_part::kind::section) {
+    auto text = inbound_value(part, st.job->inbound);
+    return text ? std::optional<nlohmann::json>(std::move(*text)) : std::nullopt;
+  }
+  const auto* data = data_of(st, part.section);
+  const auto* field = data ? find_field(*data, part.field) : nullptr;
+  if (!field || !(field->is_string() || field->is_number() || field->is_boolean()))
+    return std::nullopt;
+  return *field;
+}
+
 void on_outcome(coordinator_ptr self, std::size_t i, section_outcome outcome);
+
+/// A gRPC section's call: its message rendered and encoded as its method's input type; or, when
+/// that cannot be, the section's end with no call made (its reason for the log).
+std::variant<std::shared_ptr<const grpc_call_part>, section_outcome>
+grpc_part_of(coordinator_state& st, std::size_t i, std::string& cache_text) {
+  const auto& grpc = *st.job->route->sections[i].grpc;
+  const auto* catalog = st.job->serving->cfg.descriptors.get();
+  const auto* plan = catalog ? &catalog->sections[st.job->route_index][i] : nullptr;
+  section_outcome refused;
+  refused.status = section_status::error;
+  if (!plan || !*plan) {
+    refused.detail = "grpc: " + grpc.full_method() + " is not known (no descriptors name it)";
+    return refused;
+  }
+  auto message = grpc::render_message(grpc, (*plan)->as_text,
+                                      [&](const url_part& part) { return resolve_value(st, part); });
+  if (!message)
+    return skipped("a field the message reads is absent or not a scalar");
+  const grpc::message_types types{*catalog->resolver, *catalog->factory};
+  auto bytes = grpc::encode_message(types, *(*plan)->method->input_type(), *message);
+  if (!bytes.ok) {
+    refused.detail = "grpc message: " + bytes.error;
+    return refused;
+  }
+  auto part = std::make_shared<grpc_call_part>();
+  part->catalog = catalog;
+  part->plan = &**plan;
+  part->path = "/" + grpc.full_method();
+  part->message = std::move(bytes.text);
+  part->max_messages = grpc.max_messages;
+  // The cache key: the method, the rendered message (and, as for a URL, the forwarded headers).
+  cache_text = grpc.target + part->path + "\n" + message->dump();
+  return part;
+}
 
 void launch(coordinator_ptr self, std::size_t i) {
   auto& st = self->state;
   const auto& section = st.job->route->sections[i];
-  auto url = render_url(section.url, [&](const url_part& part) { return resolve(st, part); });
+  std::shared_ptr<const grpc_call_part> grpc;
+  std::optional<std::string> url;
+  if (section.grpc) {
+    url.emplace();
+    auto part = grpc_part_of(st, i, *url);
+    if (auto* ended = std::get_if<section_outcome>(&part))
+      return finish(st, i, std::move(*ended));
+    grpc = std::move(std::get<0>(part));
+  } else {
+    url = render_url(section.url, [&](const url_part& part) { return resolve(st, part); });
+  }
   if (!url)
     return finish(st, i, skipped("a field the url reads is absent or not a scalar"));
   auto call = make_section_call(section, st.job->route_index, i, std::move(*url), st.job->inbound,
                                 st.deadline, st.progress, *st.job->serving);
+  if (grpc) { // the key was made from the message; the call goes to the target
+    call.work.url = section.grpc->target;
+    call.grpc = std::move(grpc);
+  }
   auto worker = self->spawn(section_worker, caf::actor_cast<caf::actor>(self),
                             std::ref(st.job->services), st.job->serving, std::move(call));
   st.workers[i] = worker;

@@ -51,6 +51,25 @@ section_call make_section_call(const section_config& section, std::size_t route,
   return call;
 }
 
+section_call_request call_request_of(const section_call& call, millis left, steady_time now) {
+  section_call_request request;
+  const auto& work = call.work;
+  request.url = work.url;
+  request.timeout = left;
+  request.left = std::chrono::duration_cast<millis>(call.deadline - now);
+  request.max_response_bytes = work.max_response_bytes;
+  request.fields = work.fields;
+  request.max_items = work.max_items;
+  request.http2 = work.http2;
+  request.grpc = call.grpc.get();
+  request.deadline_header = work.deadline_header;
+  request.header_lines = header_block(
+      work.headers, work.deadline_header.empty() || call.grpc // gRPC says it in grpc-timeout
+                        ? std::string{}
+                        : deadline_header_line(work.deadline_header, left, call.deadline - now));
+  return request;
+}
+
 std::string deadline_header_line(const std::string& name, millis call_timeout,
                                  std::chrono::nanoseconds left) {
   const auto left_ms = std::chrono::duration_cast<millis>(left);

@@ -26,6 +26,7 @@
 // This file: the actor, attempts, calls, hedges, retries and the guard. A cached section's lookup
 // and flight: section_worker_cache.cpp; an attempt run on a cluster node:
 // section_worker_remote.cpp; what they share: section_worker_steps.hpp.
+#include "gather/downstream/call_face.hpp"
 #include "gather/downstream/downstream_request.hpp"
 #include "gather/actors/section_worker.hpp"
 #include "section_worker_steps.hpp"
@@ -155,21 +156,15 @@ void launch_call(worker_ptr self, bool retry, concurrency_limit::slot slot) {
   const auto attempt_timeout = millis{st.call.work.timeout_ms};
   const auto left = std::max(millis{1}, attempt_timeout - std::chrono::duration_cast<millis>(
                                                             now - st.attempt.started()));
-  transfer_request request{st.call.work.url, {}, left, st.call.work.max_response_bytes};
-  request.http2 = st.call.work.http2;
-  request.header_lines = header_block(
-      st.call.work.headers,
-      st.call.work.deadline_header.empty()
-          ? std::string{}
-          : deadline_header_line(st.call.work.deadline_header, left, st.call.deadline - now));
+  auto request = call_request_of(st.call, left, now);
   auto span = call_span::begin(&st.services->spans, request.header_lines, st.call.name, st.attempts);
   const auto seq = ++st.next_seq;
   st.attempt.count_call(seq);
   auto me = caf::actor_cast<caf::actor>(self);
   auto progress = st.call.progress;
   auto* stats = &st.services->stats;
-  // The hedge timer is the call's own transfer timer (downstream_client.hpp): a call that answers
-  // in time costs no timer, message or wake-up for the hedge it did not need.
+  // The hedge timer is the call's own timer (downstream_client.hpp): a call that answers in time
+  // costs no timer, message or wake-up for the hedge it did not need.
   if (const auto delay = hedge_delay(st, now)) {
     request.slow_after = *delay;
     request.slow = [me, progress, attempt = st.attempt.number()] {
@@ -177,13 +172,14 @@ void launch_call(worker_ptr self, bool retry, concurrency_limit::slot slot) {
         caf::anon_send(me, hedge_atom::value, attempt);
     };
   }
-  // Runs on an event loop's thread: count or forward, nothing else.
-  auto transfer = st.services->client.submit(
-      std::move(request), [me, progress, stats, seq](transfer_result&& r) {
+  // Runs on an event loop's thread, the answer already classified (call_face.hpp): count or
+  // forward, nothing else.
+  auto transfer = start_section_call(
+      st.services->client, std::move(request), [me, progress, stats, seq](answer_verdict&& v) {
         if (progress->answered.load(std::memory_order_relaxed))
           stats->late_replies.fetch_add(1, std::memory_order_relaxed);
         else
-          caf::anon_send(me, done_atom::value, seq, std::move(r));
+          caf::anon_send(me, done_atom::value, seq, std::move(v));
       });
   st.attempt.add(running_call{seq, transfer, now, std::move(span), std::move(slot)});
 }
@@ -312,7 +308,8 @@ void execute(worker_ptr self) {
   auto slot = admit(self);
   if (!slot)
     return;
-  if (st.services->nodes.has_nodes()) {
+  // A gRPC call needs the descriptors of this process's configuration: it runs here.
+  if (st.services->nodes.has_nodes() && !st.call.grpc) {
     auto where = st.services->nodes.place();
     if (where.node)
       return run_remote(self, *where.node, std::move(where.actor), std::move(*slot));
@@ -324,7 +321,7 @@ void execute(worker_ptr self) {
 
 /// One call ended. The first `ok` wins the attempt and cancels the rest; a failure ends the
 /// attempt only once every call of it has failed (its result is the last failure).
-void call_ended(worker_ptr self, std::uint32_t seq, transfer_result&& result) {
+void call_ended(worker_ptr self, std::uint32_t seq, answer_verdict&& verdict) {
   auto& st = self->state;
   auto call = st.attempt.take(seq);
   if (!call) { // cancelled while its answer was already on the way
@@ -334,7 +331,8 @@ void call_ended(worker_ptr self, std::uint32_t seq, transfer_result&& result) {
   const auto started = call->started;
   auto span = std::move(call->span);
   call.reset(); // its bulkhead slot goes back
-  auto verdict = classify_answer(std::move(result), st.call.work.fields, st.call.work.max_items);
+  if (verdict.grpc_code >= 0 && st.call.guard)
+    st.serving->counters.grpc_call(st.call.route, st.call.index, verdict.grpc_code);
   const bool retryable = verdict.retryable;
   auto outcome = outcome_of(std::move(verdict));
   span.finish(outcome.status, outcome.last_http);
@@ -408,8 +406,8 @@ caf::behavior section_worker(caf::stateful_actor<section_worker_state>* self, ca
         execute(self);
       return st.promise;
     },
-    [self](done_atom, std::uint32_t seq, transfer_result& result) {
-      call_ended(self, seq, std::move(result));
+    [self](done_atom, std::uint32_t seq, answer_verdict& verdict) {
+      call_ended(self, seq, std::move(verdict));
     },
     [self](retry_atom) { execute(self); },
     [self](hedge_atom, std::uint32_t attempt) { on_hedge(self, attempt); },

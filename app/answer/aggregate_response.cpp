@@ -6,6 +6,7 @@
 #include "gather/answer/json_member.hpp"
 #include "piece_writer.hpp"
 #include "shaped_answer.hpp"
+#include "gather/downstream/grpc_wire.hpp"
 
 namespace gather {
 
@@ -91,6 +92,10 @@ std::string degraded_and_warnings(const route_config& route, const std::vector<s
 
 http_reply required_section_failure(const section_outcome& outcome, const std::string& section,
                                     const std::string& request_id) {
+  if (outcome.grpc_code >= 0) { // a gRPC section: NOT_FOUND 404, DEADLINE_EXCEEDED 504, the rest 503
+    const auto failure = grpc::required_failure_of(outcome.status, outcome.grpc_code);
+    return error_reply(failure.http_status, failure.error, request_id, section);
+  }
   if (outcome.status == section_status::timeout)
     return error_reply(504, "upstream_timeout", request_id, section);
   if (outcome.status == section_status::error && outcome.last_http == 404)

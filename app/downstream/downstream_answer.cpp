@@ -226,6 +226,7 @@ section_outcome outcome_of(answer_verdict&& verdict) {
   section_outcome outcome;
   outcome.status = verdict.status;
   outcome.last_http = verdict.http_status;
+  outcome.grpc_code = verdict.grpc_code;
   outcome.detail = std::move(verdict.detail);
   if (verdict.status == section_status::ok)
     outcome.data = std::move(verdict.data);

@@ -1,4 +1,5 @@
 #include "gather/ops/metrics.hpp"
+#include "gather/downstream/grpc_wire.hpp"
 
 #include <cstdio>
 
@@ -63,6 +64,7 @@ struct metrics::section_series {
   std::atomic<std::uint64_t> budget_denied{0};
   std::atomic<std::uint8_t> circuit{0};                 ///< circuit_breaker::state
   std::array<std::atomic<std::uint64_t>, 3> transitions{}; ///< to open, half_open, closed
+  std::array<std::atomic<std::uint64_t>, 17> grpc_calls{}; ///< by gRPC status code (OK..UNAUTHENTICATED)
 };
 
 struct metrics::route_series {
@@ -176,6 +178,11 @@ void metrics::section_done(std::size_t route, std::size_t section, const section
     add(series.degraded);
 }
 
+void metrics::grpc_call(std::size_t route, std::size_t section, int code) {
+  auto& calls = routes_[route].sections[section]->grpc_calls;
+  add(calls[code >= 0 && static_cast<std::size_t>(code) < calls.size() ? code : grpc::unknown]);
+}
+
 void metrics::retry(std::size_t route, std::size_t section) {
   add(routes_[route].sections[section]->retries);
 }
@@ -265,6 +272,14 @@ std::string metrics::exposition(const process_figures& process) const {
     for (std::size_t s = 0; s < r->sections.size(); ++s)
       sample(out, "gather_retries_total", r->section_labels[s],
              r->sections[s]->retries.load(std::memory_order_relaxed));
+  header(out, "gather_grpc_calls_total", "counter",
+         "gRPC calls of gRPC sections by the status they ended with (a timeout DEADLINE_EXCEEDED, no connection UNAVAILABLE).");
+  for (const auto& r : all)
+    for (std::size_t s = 0; s < r->sections.size(); ++s)
+      for (std::size_t c = 0; c < r->sections[s]->grpc_calls.size(); ++c)
+        if (const auto n = r->sections[s]->grpc_calls[c].load(std::memory_order_relaxed))
+          sample(out, "gather_grpc_calls_total",
+                 r->section_labels[s] + ",code=\"" + grpc::code_name(static_cast<int>(c)) + "\"", n);
   header(out, "gather_cache_events_total", "counter", "Section cache lookups: hit, miss, coalesced, stale.");
   for (const auto& r : all)
     for (std::size_t s = 0; s < r->sections.size(); ++s)

@@ -1,4 +1,5 @@
 #include "gather/ops/request_log.hpp"
+#include "gather/downstream/grpc_wire.hpp"
 
 #include <chrono>
 #include <cstdio>
@@ -122,6 +123,8 @@ void log_request(const std::string& request_id, const std::string& trace_id, con
       .field("ms", o.ms);
     if (o.last_http != 0)
       line.field("http", o.last_http);
+    if (o.grpc_code >= 0)
+      line.field("grpc", grpc::code_name(o.grpc_code));
     if (!o.detail.empty())
       line.field("detail", o.detail);
     if (!o.node.empty())

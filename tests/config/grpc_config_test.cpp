@@ -1,4 +1,4 @@
-// gRPC sections as `gather check` reads them (docs/config.md#grpc-sections): the `grpc` object and
+// gRPC sections as `gather check` reads them (docs/grpc.md): the `grpc` object and
 // `protos` without the descriptors, then the checks against real descriptors (a set protoc made,
 // and .proto files compiled at load), every problem under its JSON path.
 #include <catch2/catch.hpp>

@@ -6,11 +6,14 @@ its handlers registered from a descriptor set, without generated code.
 
 Prints "port N" once it listens on 127.0.0.1:N, then one JSON line per thing a test waits for:
   {"event": "call", "method": ..., "request": {...}, "metadata": {...}, "timeout": seconds|null}
-  {"event": "cancelled", "method": ..., "sent": n}     the client cancelled after n messages
+  {"event": "cancelled", "method": ..., "sent": n, "left": seconds|null}
+                                                       the call was cancelled after n messages
+                                                       (left: what was left of its deadline then:
+                                                       about 0 when its own deadline ended it)
   {"event": "done", "method": ..., "sent": n}          the handler ended by itself
 What a call does depends on its request (isbn for GetBook, query for SearchBooks):
   GetBook   "missing" NOT_FOUND, "unavailable" UNAVAILABLE, "exhausted" RESOURCE_EXHAUSTED,
-            "denied" PERMISSION_DENIED, "hang" never answers, "flaky-K" UNAVAILABLE for its
+            "denied" PERMISSION_DENIED, "late-missing" NOT_FOUND after 100 ms, "hang" never answers, "flaky-K" UNAVAILABLE for its
             first K calls, then a book; anything else: a book (stock 0, format EBOOK, a big sold).
   SearchBooks "ten" 10 books (the 6th after 200 ms), "three" 3 books then OK, "fail2" 2 books
             then INTERNAL, "hang" nothing until cancelled, anything else page_size books.
@@ -64,6 +67,9 @@ def main():
                  "unavailable": (grpc.StatusCode.UNAVAILABLE, "try later"),
                  "exhausted": (grpc.StatusCode.RESOURCE_EXHAUSTED, "slow down"),
                  "denied": (grpc.StatusCode.PERMISSION_DENIED, "no")}
+        if isbn == "late-missing":
+            await asyncio.sleep(0.1)
+            await context.abort(grpc.StatusCode.NOT_FOUND, "no such book")
         if isbn in codes:
             await context.abort(*codes[isbn])
         if isbn.startswith("flaky-"):
@@ -75,7 +81,7 @@ def main():
             try:
                 await asyncio.sleep(3600)
             except asyncio.CancelledError:
-                emit(event="cancelled", method="GetBook", sent=0)
+                emit(event="cancelled", method="GetBook", sent=0, left=context.time_remaining())
                 raise
         return book(isbn)
 
@@ -95,7 +101,7 @@ def main():
             if query == "hang":
                 await asyncio.sleep(3600)
         except asyncio.CancelledError:
-            emit(event="cancelled", method="SearchBooks", sent=sent)
+            emit(event="cancelled", method="SearchBooks", sent=sent, left=context.time_remaining())
             raise
         emit(event="done", method="SearchBooks", sent=sent)
 

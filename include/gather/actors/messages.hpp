@@ -5,6 +5,7 @@
 #include <caf/actor_system_config.hpp>
 #include <caf/meta/type_name.hpp>
 
+#include "gather/downstream/downstream_answer.hpp"
 #include "gather/downstream/downstream_client.hpp"
 #include "gather/values/section_outcome.hpp"
 
@@ -13,6 +14,12 @@ namespace gather {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, transfer_result& x) {
   return f(caf::meta::type_name("gather.transfer_result"), x.error, x.http_status, x.body, x.detail);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, answer_verdict& x) {
+  return f(caf::meta::type_name("gather.answer_verdict"), x.status, x.retryable, x.data,
+           x.http_status, x.grpc_code, x.detail);
 }
 
 void register_message_types(caf::actor_system_config& cfg);

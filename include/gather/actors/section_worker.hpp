@@ -14,6 +14,7 @@
 #include "gather/config/config.hpp"
 #include "gather/actors/request_progress.hpp"
 #include "gather/actors/section_attempts.hpp"
+#include "gather/downstream/call_face.hpp"
 #include "gather/downstream/downstream_client.hpp"
 #include "gather/values/gateway_stats.hpp"
 #include "gather/values/inbound_request.hpp"
@@ -42,6 +43,9 @@ struct section_call {
   /// The route section's bulkhead, circuit, latencies and retry budget. Null for a node's call:
   /// it is no route section of the node's; the gateway that sent it guards and counts it.
   section_guard* guard = nullptr;
+  /// A gRPC section's call (its target is work.url): the message rendered and encoded, and the
+  /// plan and descriptors of the request's generation, which outlives the worker.
+  std::shared_ptr<const grpc_call_part> grpc;
 };
 
 /// Resolves section `index` of route `route` (in `serving`, the request's generation) for one
@@ -50,6 +54,10 @@ section_call make_section_call(const section_config& section, std::size_t route,
                                std::string url, const inbound_request& in, steady_time deadline,
                                std::shared_ptr<request_progress> progress,
                                const serving_config& serving);
+
+/// One call of `call`'s current attempt, which has `left` of its timeout at `now`: what the call
+/// face (call_face.hpp) starts, its headers with the deadline header (gRPC: grpc-timeout instead).
+section_call_request call_request_of(const section_call& call, millis left, steady_time now);
 
 /// "Name: N": the deadline header of a call that may take `call_timeout` with `left` until the
 /// request's deadline: the smaller of the two in whole milliseconds, at least 1.

@@ -81,7 +81,7 @@ struct retry_budget_policy {
   double min_per_s = 10;
 };
 
-/// A string of a gRPC message template that holds placeholders (docs/config.md#grpc-sections).
+/// A string of a gRPC message template that holds placeholders (docs/grpc.md).
 struct message_placeholder {
   std::string pointer; ///< JSON pointer to the string inside `grpc_call_config::message`
   url_template text;   ///< its parts: literal text and placeholders (`source` as written)
@@ -90,7 +90,7 @@ struct message_placeholder {
   bool whole = false;
 };
 
-/// `grpc` (docs/config.md#grpc-sections): a gRPC method called instead of a URL.
+/// `grpc` (docs/grpc.md): a gRPC method called instead of a URL.
 struct grpc_call_config {
   std::string target;  ///< "http://host:port" or "https://host:port" as written
   std::string service; ///< "package.Service"
@@ -104,7 +104,7 @@ struct grpc_call_config {
   std::string full_method() const { return service + "/" + method; }
 };
 
-/// `protos` (docs/config.md#grpc-sections): where the gRPC sections' message types come from.
+/// `protos` (docs/grpc.md): where the gRPC sections' message types come from.
 struct protos_config {
   std::vector<std::string> descriptor_sets; ///< FileDescriptorSet files (protoc --descriptor_set_out)
   std::vector<std::string> files;           ///< .proto files compiled at start, found under import_paths

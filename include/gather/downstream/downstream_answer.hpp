@@ -18,6 +18,7 @@ struct answer_verdict {
   bool retryable = false; ///< timeout, connection error, 429, 502, 503, 504
   std::string data;       ///< serialized JSON (ok only), projected by `fields`
   int http_status = 0;
+  int grpc_code = -1;     ///< a gRPC call's status code; -1 for an HTTP call
   std::string detail;     ///< private reason for the log
 };
 

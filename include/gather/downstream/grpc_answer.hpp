@@ -1,4 +1,4 @@
-// What a gRPC call's answer comes to (docs/config.md#grpc-sections): the response's head, its
+// What a gRPC call's answer comes to (docs/grpc.md): the response's head, its
 // DATA chunks and its trailers as an HTTP/2 call delivers them, read into the status the call
 // ended with and the messages it brought. A pure state machine (no socket, no clock): the HTTP/2
 // call's event sink feeds it, and so can a test.

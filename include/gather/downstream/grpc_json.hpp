@@ -1,4 +1,4 @@
-// A gRPC call's message and answer in JSON (docs/config.md#grpc-sections): the request message
+// A gRPC call's message and answer in JSON (docs/grpc.md): the request message
 // rendered from the section's template, JSON to protobuf bytes and back, with the three fixed
 // print choices (field names as in the .proto, default values printed, enums by name).
 #pragma once

@@ -1,4 +1,4 @@
-// gRPC over HTTP/2 as the gateway speaks it (docs/config.md#grpc-sections; the protocol is
+// gRPC over HTTP/2 as the gateway speaks it (docs/grpc.md; the protocol is
 // grpc/grpc doc/PROTOCOL-HTTP2.md): the 5-byte length-prefixed messages, `grpc-timeout`, the
 // status a call ends with and what it means for a section. Pure functions and one small reader:
 // no sockets, no threads.

@@ -1,4 +1,4 @@
-// The message types of the gRPC sections (docs/config.md#grpc-sections): the descriptors that
+// The message types of the gRPC sections (docs/grpc.md): the descriptors that
 // `protos` names, compiled once per configuration, and each gRPC section's plan over them.
 //
 // A catalog is a configuration value: build_proto_catalog makes it from a config (reading the

@@ -85,6 +85,8 @@ public:
   void section_done(std::size_t route, std::size_t section, const section_outcome& outcome,
                     bool degraded);
   void retry(std::size_t route, std::size_t section);
+  /// A gRPC section's call ended with status `code` (gather_grpc_calls_total).
+  void grpc_call(std::size_t route, std::size_t section, int code);
   void cache(std::size_t route, std::size_t section, cache_event event);
   /// An attempt with hedge calls ended ok: `won` when a hedge call ended it, else the first call did.
   void hedge(std::size_t route, std::size_t section, bool won);

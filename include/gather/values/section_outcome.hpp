@@ -31,12 +31,13 @@ struct section_outcome {
   std::string node;             ///< the cluster node that made the calls; empty: this process
   std::int32_t hedges = 0;      ///< hedge calls made (counted in `attempts` too)
   not_made_reason not_made = not_made_reason::none;
+  std::int32_t grpc_code = -1;  ///< a gRPC section's last status code (the log's "grpc"); -1: none
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, section_outcome& x) {
   return f(caf::meta::type_name("gather.section_outcome"), x.status, x.source, x.attempts, x.ms,
-           x.data, x.last_http, x.detail, x.node, x.hedges, x.not_made);
+           x.data, x.last_http, x.detail, x.node, x.hedges, x.not_made, x.grpc_code);
 }
 
 } // namespace gather

@@ -1,0 +1,58 @@
+// The one face a section's attempt calls through, whatever carries the call: HTTP/1.1, HTTP/2
+// JSON ("http2": true) or gRPC. It starts one call and, on the loop that ran it, turns its answer
+// into the verdict a section takes (status, whether it may be retried, the data projected by
+// `fields`), so the worker never knows which protocol it used.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "gather/config/config.hpp"
+#include "gather/downstream/downstream_answer.hpp"
+#include "gather/downstream/downstream_client.hpp"
+
+namespace gather {
+
+struct grpc_method_plan;
+struct proto_catalog;
+
+/// A gRPC call's part of a section's call: what the coordinator rendered and encoded.
+struct grpc_call_part {
+  const proto_catalog* catalog = nullptr; ///< held alive by the request's generation
+  const grpc_method_plan* plan = nullptr;
+  std::string path;    ///< "/package.Service/Method"
+  std::string message; ///< the request message, serialized
+  std::size_t max_messages = 0; ///< a server stream's grpc.max_messages
+};
+
+/// One call of a section's attempt.
+struct section_call_request {
+  std::string url;          ///< the URL, or the gRPC target (origin)
+  std::string header_lines; ///< "Name: value\r\n" each, the call's span begun on them
+  std::string deadline_header; ///< its name (lower case) when set: not sent as gRPC metadata
+  millis timeout{1000};     ///< what is left of the attempt
+  millis left{1000};        ///< until the request's deadline (gRPC: grpc-timeout is the smaller)
+  std::size_t max_response_bytes = 8 * 1024 * 1024;
+  std::vector<field_path> fields;
+  std::size_t max_items = 0; ///< an array's first N elements, after fields (0: all)
+  bool http2 = false;
+  const grpc_call_part* grpc = nullptr; ///< set for a gRPC section (outlives the call)
+  std::chrono::microseconds slow_after{0};
+  std::function<void()> slow{};
+};
+
+using verdict_completion = std::function<void(answer_verdict&&)>;
+
+/// Starts the call; `done` runs once on the loop that ran it (never if the id is cancelled first).
+std::uint64_t start_section_call(downstream_client& client, section_call_request request,
+                                 verdict_completion done);
+
+/// "Name: value\r\n" lines as gRPC metadata: names lower case; grpc-* names, hop-by-hop ones,
+/// accept, `skip` (the deadline header) and values that are not printable ASCII are never sent.
+std::vector<std::pair<std::string, std::string>> metadata_of(const std::string& header_lines,
+                                                             const std::string& skip);
+
+} // namespace gather

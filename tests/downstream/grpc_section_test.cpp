@@ -1,0 +1,177 @@
+// gRPC sections end to end (docs/grpc.md): a real gateway calling a real gRPC
+// server (Debian's grpcio, asyncio, handlers registered from the descriptor set protoc made:
+// tests/support/grpc_library_server.py), which reports what it saw on its stdout.
+#include <catch2/catch.hpp>
+
+#include <string>
+
+#include "gather/downstream/call_face.hpp"
+#include "support/child_process.hpp"
+#include "support/gateway_fixture.hpp"
+
+using json = nlohmann::json;
+using gather::test::running_gateway;
+
+namespace {
+
+/// The Python server, started once per test case; `events` reads the lines it prints.
+class grpc_library {
+public:
+  grpc_library()
+      : process_("/usr/bin/python3", {std::string(GATHER_SOURCE_DIR) + "/tests/support/grpc_library_server.py",
+                                      GATHER_TEST_DESCRIPTOR_SET}) {
+    auto line = process_.wait_for_line("port ");
+    REQUIRE(line);
+    port_ = std::stoi(line->substr(line->find(' ') + 1));
+  }
+  std::string target() const { return "http://127.0.0.1:" + std::to_string(port_); }
+  /// The next event line holding `needle`, parsed.
+  json event(const std::string& needle) {
+    auto line = process_.wait_for_line(needle);
+    REQUIRE(line);
+    return json::parse(*line);
+  }
+
+private:
+  gather::test::child_process process_;
+  int port_ = 0;
+};
+
+json book_sections(const grpc_library& server, json related_extra = json::object()) {
+  json meta = {{"name", "meta"}, {"required", true}, {"timeout_ms", 300},
+               {"forward_headers", {"x-tenant", "grpc-timeout", "grpc-foo"}},
+               {"grpc", {{"target", server.target()}, {"method", "linkd.v3.Library/GetBook"},
+                         {"message", {{"isbn", "{isbn}"}}}}}};
+  json related = {{"name", "related"}, {"timeout_ms", 300}, {"fallback", json::array()},
+                  {"grpc", {{"target", server.target()}, {"method", "linkd.v3.Library/SearchBooks"},
+                            {"message", {{"query", "{query.q}"}, {"page_size", 5}}},
+                            {"max_messages", 5}}}};
+  for (auto& [k, v] : related_extra.items())
+    related[k] = v;
+  return {meta, related};
+}
+
+json book_config(const grpc_library& server, json related_extra = json::object()) {
+  auto cfg = gather::test::route_config_json("/books/{isbn}", book_sections(server, related_extra), 800);
+  cfg["protos"] = {{"descriptor_sets", {GATHER_TEST_DESCRIPTOR_SET}}};
+  return cfg;
+}
+
+} // namespace
+
+TEST_CASE("grpc: a unary call and a stream taken to 5, with the three print choices", "[grpc-section]") {
+  grpc_library server;
+  running_gateway gw(book_config(server));
+  auto r = gw.get("/books/978-7?q=ten", {{"X-Tenant", "t1"}, {"grpc-timeout", "1H"}, {"grpc-foo", "x"}});
+  REQUIRE(r);
+  REQUIRE(r->status == 200);
+  const auto body = json::parse(r->body);
+  // A 0 stock printed, the enum by name, the int64 as a string, an empty list, an unset message
+  // field (published) left out, names as the .proto writes them.
+  CHECK(body["data"]["meta"] == json{{"isbn", "978-7"}, {"title", "Book 0"}, {"author", "Author 0"},
+                                     {"stock", 0}, {"format", "EBOOK"}, {"sold", "12345678901234"},
+                                     {"tags", json::array()}});
+  REQUIRE(body["data"]["related"].size() == 5);
+  CHECK(body["data"]["related"][4]["isbn"] == "ten-4");
+  CHECK(body["sections"]["related"]["status"] == "ok");
+  const auto call = server.event("\"GetBook\"");
+  CHECK(call["request"] == json{{"isbn", "978-7"}});
+  CHECK(call["metadata"]["x-tenant"] == "t1");
+  CHECK(call["metadata"].contains("x-request-id"));
+  CHECK(call["metadata"].contains("traceparent"));
+  CHECK_FALSE(call["metadata"].contains("grpc-foo")); // grpc-* names are never forwarded
+  // grpc-timeout is the attempt's budget (300 ms), not the forwarded 1H.
+  CHECK(call["timeout"].get<double>() <= 0.3);
+  CHECK(call["timeout"].get<double>() > 0.2);
+  const auto search = server.event("\"SearchBooks\"");
+  CHECK(search["request"] == json{{"query", "ten"}, {"page_size", 5}});
+  // The 6th message comes 200 ms late: the client cancelled after the 5th, long before the
+  // call's deadline (the server's own deadline did not end it).
+  const auto cancelled = server.event("\"cancelled\"");
+  CHECK(cancelled["method"] == "SearchBooks");
+  CHECK(cancelled["sent"] == 5);
+  CHECK(cancelled["left"].get<double>() > 0.05);
+}
+
+TEST_CASE("grpc: a stream that ends at 3 is ok, one that fails after 2 shows its fallback", "[grpc-section]") {
+  grpc_library server;
+  running_gateway gw(book_config(server));
+  auto r = gw.get("/books/1?q=three");
+  REQUIRE(r);
+  auto body = json::parse(r->body);
+  CHECK(body["data"]["related"].size() == 3);
+  CHECK(body["sections"]["related"]["status"] == "ok");
+  r = gw.get("/books/1?q=fail2");
+  REQUIRE(r);
+  body = json::parse(r->body);
+  CHECK(body["data"]["related"] == json::array());
+  CHECK(body["sections"]["related"]["status"] == "error");
+  CHECK(body["warnings"] == json{"related_error"});
+}
+
+TEST_CASE("grpc: a required section maps NOT_FOUND 404, a hang 504, the rest 503", "[grpc-section]") {
+  grpc_library server;
+  running_gateway gw(book_config(server));
+  auto r = gw.get("/books/missing?q=three");
+  REQUIRE(r);
+  CHECK(r->status == 404);
+  CHECK(json::parse(r->body)["error"] == "not_found");
+  CHECK(json::parse(r->body)["section"] == "meta");
+  CHECK(r->body.find("no such book") == std::string::npos); // grpc-message is never answered
+  r = gw.get("/books/denied?q=three");
+  REQUIRE(r);
+  CHECK(r->status == 503);
+  CHECK(json::parse(r->body)["error"] == "upstream_unavailable");
+  r = gw.get("/books/hang?q=three");
+  REQUIRE(r);
+  CHECK(r->status == 504);
+  CHECK(json::parse(r->body)["error"] == "upstream_timeout");
+  const auto hung = server.event("\"hang\"");
+  CHECK(hung["timeout"].get<double>() <= 0.3); // told no more than the attempt's 300 ms
+  CHECK(server.event("\"cancelled\"")["method"] == "GetBook"); // the call ended at the server too
+  const auto metrics = gw.get("/metrics")->body;
+  for (const char* code : {"NOT_FOUND", "PERMISSION_DENIED", "DEADLINE_EXCEEDED"})
+    CHECK(metrics.find(std::string(R"(gather_grpc_calls_total{route="/books/{isbn}",section="meta",code=")") +
+                       code + "\"} 1") != std::string::npos);
+}
+
+TEST_CASE("grpc: a required section's failure cancels a stream in flight", "[grpc-section]") {
+  grpc_library server;
+  running_gateway gw(book_config(server));
+  auto r = gw.get("/books/late-missing?q=hang"); // NOT_FOUND after 100 ms: the stream is open
+  REQUIRE(r);
+  CHECK(r->status == 404);
+  // RST_STREAM CANCEL from the gateway, well before the stream's own deadline.
+  const auto cancelled = server.event("\"cancelled\"");
+  CHECK(cancelled["method"] == "SearchBooks");
+  CHECK(cancelled["left"].get<double>() > 0.1);
+}
+
+TEST_CASE("grpc: UNAVAILABLE is retried, NOT_FOUND is not", "[grpc-section]") {
+  grpc_library server;
+  auto cfg = book_config(server);
+  cfg["routes"][0]["sections"][0]["retry"] = {{"attempts", 3}, {"backoff_ms", 10}};
+  running_gateway gw(cfg);
+  auto r = gw.get("/books/flaky-2?q=three");
+  REQUIRE(r);
+  CHECK(r->status == 200);
+  CHECK(json::parse(r->body)["sections"]["meta"]["attempts"] == 3);
+  CHECK(json::parse(r->body)["data"]["meta"]["isbn"] == "flaky-2");
+  r = gw.get("/books/missing?q=three");
+  REQUIRE(r);
+  CHECK(r->status == 404);
+  const auto metrics = gw.get("/metrics")->body;
+  CHECK(metrics.find(R"(gather_grpc_calls_total{route="/books/{isbn}",section="meta",code="UNAVAILABLE"} 2)") !=
+        std::string::npos);
+  CHECK(metrics.find(R"(gather_grpc_calls_total{route="/books/{isbn}",section="meta",code="NOT_FOUND"} 1)") !=
+        std::string::npos);
+}
+
+TEST_CASE("grpc: metadata from a call's header lines", "[grpc-section][unit]") {
+  const std::string lines = "Accept: application/json\r\nX-Request-Id: r1\r\nX-Tenant:  t1\r\n"
+                            "grpc-timeout: 1H\r\nGrpc-Foo: x\r\nConnection: close\r\nTE: gzip\r\n"
+                            "X-Deadline-Ms: 300\r\nX-Bad: caf\xc3\xa9\r\nX-Empty:\r\n";
+  const auto metadata = gather::metadata_of(lines, "x-deadline-ms");
+  using field = std::pair<std::string, std::string>;
+  CHECK(metadata == std::vector<field>{{"x-request-id", "r1"}, {"x-tenant", "t1"}, {"x-empty", ""}});
+}
