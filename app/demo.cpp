@@ -3,6 +3,9 @@
 #include <arpa/inet.h>
 #include <atomic>
 #include <condition_variable>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <mutex>
 #include <netinet/in.h>
 #include <stdexcept>
@@ -12,6 +15,8 @@
 
 #include <httplib.h>
 #include <nlohmann/json.hpp>
+
+#include "demo/book_service.hpp"
 
 namespace gather {
 
@@ -40,6 +45,21 @@ int bind_refusing_port(int& fd) {
   return ntohs(addr.sin_port);
 }
 
+/// A directory of its own under $TMPDIR (else /tmp) holding linkd/v3/library.proto, the .proto
+/// the demo's gRPC sections are compiled from; removed when the demo stops.
+std::filesystem::path write_proto() {
+  const char* tmp = std::getenv("TMPDIR");
+  std::string dir = std::string(tmp && *tmp ? tmp : "/tmp") + "/gather-demo-XXXXXX";
+  if (!::mkdtemp(dir.data()))
+    throw std::runtime_error("demo downstreams: cannot make a directory under " + dir);
+  std::filesystem::create_directories(std::filesystem::path(dir) / "linkd/v3");
+  std::ofstream out{std::filesystem::path(dir) / "linkd/v3/library.proto"};
+  out << demo_book_service::proto_text();
+  if (!out.flush())
+    throw std::runtime_error("demo downstreams: cannot write the book service's .proto in " + dir);
+  return dir;
+}
+
 bool all_digits(const std::string& s) {
   return !s.empty() && s.find_first_not_of("0123456789") == std::string::npos;
 }
@@ -47,6 +67,8 @@ bool all_digits(const std::string& s) {
 } // namespace
 
 struct demo_downstreams::impl {
+  demo_book_service library; // the gRPC downstream
+  std::filesystem::path protos = write_proto();
   httplib::Server server;
   std::thread thread;
   int port = 0;
@@ -60,6 +82,8 @@ struct demo_downstreams::impl {
   ~impl() {
     if (down_fd >= 0)
       ::close(down_fd);
+    std::error_code ignored;
+    std::filesystem::remove_all(protos, ignored);
   }
 
   /// Sleeps like a slow service, but lets shutdown end it at once.
@@ -114,6 +138,14 @@ struct demo_downstreams::impl {
       if (shop_calls.fetch_add(1) % 3 == 0) // flaky: every third call fails, a retry recovers
         return json(res, {{"error", "try again"}}, 503);
       json(res, {{"id", req.matches[1].str()}, {"name", "Demo Shop " + req.matches[1].str()}, {"rating", 4.8}});
+    });
+    // The book page's stock over HTTP: books whose isbn ends in 6 have no live stock (503), so
+    // the page falls back to the gRPC GetBook's snapshot.
+    server.Get(R"(/books/([^/]+))", [](const httplib::Request& req, httplib::Response& res) {
+      const auto isbn = req.matches[1].str();
+      if (isbn.back() == '6')
+        return json(res, {{"error", "stock service unavailable"}}, 503);
+      json(res, {{"stock", 7}});
     });
     // The batch route's orders: "slow-..." take 250 ms, "stuck-..." never answer in time.
     server.Get(R"(/orders/([^/]+))", [this](const httplib::Request& req, httplib::Response& res) {
@@ -187,6 +219,18 @@ std::string demo_downstreams::config_json(const std::string& listen) const {
     {{"name", "carrier"}, {"url", down + "/carriers/{id}"}, {"timeout_ms", 300}, {"required", true},
      {"retry", {{"attempts", 2}, {"backoff_ms", 20}}}},
   });
+  // The seed's book page: meta (gRPC, required), related (a gRPC stream taken to 5), stock over
+  // HTTP falling back to meta's snapshot. Hop 300 ms, page 800 ms.
+  const auto library = "http://127.0.0.1:" + std::to_string(impl_->library.port());
+  const nlohmann::ordered_json card = {"isbn", "title", "author", "stock"};
+  nlohmann::ordered_json book = nlohmann::ordered_json::array({
+    {{"name", "meta"}, {"required", true}, {"timeout_ms", 300}, {"fields", card},
+     {"grpc", {{"target", library}, {"method", "linkd.v3.Library/GetBook"}, {"message", {{"isbn", "{isbn}"}}}}}},
+    {{"name", "related"}, {"timeout_ms", 300}, {"fallback", nlohmann::ordered_json::array()}, {"fields", card},
+     {"grpc", {{"target", library}, {"method", "linkd.v3.Library/SearchBooks"},
+               {"message", {{"query", "{isbn}"}, {"page_size", 5}}}, {"max_messages", 5}}}},
+    {{"name", "stock"}, {"url", base + "/books/{isbn}"}, {"timeout_ms", 300}, {"fallback_from", "meta"}},
+  });
   nlohmann::ordered_json orders = {{"url", base + "/orders/{item}"}, {"max_items", 100}, {"concurrency", 8},
                            {"timeout_ms", 400}, {"retry", {{"attempts", 2}, {"backoff_ms", 50}}},
                            {"deadline_ms", 2000}};
@@ -195,10 +239,12 @@ std::string demo_downstreams::config_json(const std::string& listen) const {
     // The progressive page is served from the downstreams' origin: a browser client on another origin.
     {"cors", {{"allow_origins", {"http://127.0.0.1:" + std::to_string(impl_->port)}}, {"expose_headers", {"x-request-id"}}}},
     {"compression", {{"min_bytes", 1024}, {"encodings", {"br", "gzip"}}}},
+    {"protos", {{"files", {"linkd/v3/library.proto"}}, {"import_paths", {impl_->protos.string()}}}},
     {"routes",
      {{{"path", "/products/{id}"}, {"deadline_ms", 800}, {"sections", product}},
       {{"path", "/pages/{id}"}, {"deadline_ms", 800}, {"sections", page_sections}, {"shape", page_shape}},
       {{"path", "/delivery/{id}"}, {"deadline_ms", 800}, {"sections", delivery}},
+      {{"path", "/books/{isbn}"}, {"deadline_ms", 800}, {"sections", book}},
       {{"path", "/orders/status"}, {"batch", orders}}}},
   };
   return cfg.dump(2);
@@ -208,7 +254,7 @@ std::string demo_downstreams::banner() const {
   // Every curl line below is run as printed, and what its comment claims is checked, by
   // tests/app/demo_test.cpp; the progressive page is loaded by headless Chromium there too.
   std::string text = R"(
-Gather demo: four routes on simulated downstreams (reviews is slow, shop is flaky, carrier is down).
+Gather demo: five routes on simulated downstreams (reviews is slow, shop is flaky, carrier is down; books call gRPC).
 Try:
   curl -s {base}/products/42            # degraded: reviews times out (its fallback shows); flaky shop is retried
   curl -N -H 'Accept: application/x-ndjson' {base}/products/42   # progressive: a line per section as it ends, the slow reviews at its timeout
@@ -221,6 +267,10 @@ Try:
   curl -si -H 'Content-Type: application/json' -d '{"items": [true]}' {base}/orders/status   # 400 bad_request with a message
   curl -si {base}/products/abc          # base (required) answers 404: the page is 404 not_found
   curl -si {base}/delivery/42           # carrier (required) is down: 503 upstream_unavailable
+  curl -s {base}/books/978-7-111-12345-7   # book page: meta over gRPC, related a gRPC stream of 10 cut at 5, stock over HTTP
+  curl -s {base}/books/978-7-111-12345-6   # stock's HTTP service fails: stock falls back to meta's snapshot (degraded)
+  curl -si {base}/books/0-00             # GetBook (required) answers NOT_FOUND: the page is 404 not_found
+  curl -s {base}/books/978-7-111-12345-9   # SearchBooks hangs: related is cancelled at its 300 ms, degraded to []
   curl -s {base}/healthz
   curl -s {base}/metrics                # Prometheus text: every counter and histogram
 Dashboard: {base}/dashboard (open it in a browser)

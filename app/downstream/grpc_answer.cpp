@@ -134,7 +134,7 @@ call_result answer_reader::finish(stream_end_kind how, std::uint32_t reset_code,
       break;
     }
   }
-  if (!detail.empty())
+  if (!detail.empty() && detail != result_.detail) // the client's own words, when they add any
     result_.detail += (result_.detail.empty() ? "" : ": ") + detail;
   if (result_.code != ok)
     result_.messages.clear(); // a partial list is never shown as a whole

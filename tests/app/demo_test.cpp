@@ -208,6 +208,39 @@ TEST_CASE("demo: every curl line it prints works as printed and shows what it sa
     auto body = error_body(parse_curl_i(run_it()), 503, "upstream_unavailable");
     CHECK(body["section"] == "carrier");
   };
+  // The book page: a gRPC downstream built into the demo.
+  claims["curl -s {base}/books/978-7-111-12345-7"] = [](runner run_it) {
+    auto page = parse_json(run_it());
+    for (const char* name : {"meta", "related", "stock"})
+      CHECK(page["sections"][name]["status"] == "ok");
+    CHECK(page["data"]["meta"] == json{{"isbn", "978-7-111-12345-7"}, {"title", "网络编程基础"},
+                                       {"author", "Leeting Yan"}, {"stock", 3}});
+    REQUIRE(page["data"]["related"].size() == 5); // the server streams 10
+    CHECK(page["data"]["related"][0]["isbn"] == "978-7-111-12345-7");
+    CHECK(page["data"]["stock"] == json{{"stock", 7}});
+    CHECK(page["degraded"] == false);
+  };
+  claims["curl -s {base}/books/978-7-111-12345-6"] = [](runner run_it) {
+    auto page = parse_json(run_it());
+    CHECK(page["data"]["meta"]["title"] == "服务端通信工程");
+    CHECK(page["sections"]["stock"]["status"] == "error");
+    CHECK(page["sections"]["stock"]["source"] == "fallback");
+    CHECK(page["data"]["stock"]["stock"] == 12); // meta's snapshot
+    CHECK(page["degraded"] == true);
+    CHECK(page["warnings"] == json{"stock_error"});
+  };
+  claims["curl -si {base}/books/0-00"] = [](runner run_it) {
+    auto body = error_body(parse_curl_i(run_it()), 404, "not_found");
+    CHECK(body["section"] == "meta");
+  };
+  claims["curl -s {base}/books/978-7-111-12345-9"] = [](runner run_it) {
+    auto page = parse_json(run_it());
+    CHECK(page["sections"]["meta"]["status"] == "ok");
+    CHECK(page["sections"]["related"]["status"] == "timeout");
+    CHECK(page["sections"]["related"]["ms"].get<int>() >= 300);
+    CHECK(page["data"]["related"] == json::array());
+    CHECK(page["warnings"] == json{"related_timeout"});
+  };
   claims["curl -s {base}/healthz"] = [](runner run_it) {
     CHECK(parse_json(run_it())["status"] == "ok");
   };
@@ -224,6 +257,8 @@ TEST_CASE("demo: every curl line it prints works as printed and shows what it sa
     CHECK(value(R"(gather_requests_total{route="/delivery/{id}",code="503"})") == 1);
     CHECK(value(R"(gather_cache_events_total{route="/products/{id}",section="promo",event="hit"})") >= 2);
     CHECK(value(R"(gather_retries_total{route="/products/{id}",section="shop"})") >= 1);
+    CHECK(value(R"(gather_grpc_calls_total{route="/books/{isbn}",section="related",code="OK"})") >= 2);
+    CHECK(value(R"(gather_grpc_calls_total{route="/books/{isbn}",section="meta",code="NOT_FOUND"})") == 1);
     CHECK(value(R"(gather_section_duration_seconds_bucket{route="/products/{id}",section="reviews",le="0.125"})") >= 1);
   };
 
