@@ -6,9 +6,9 @@
 //   +-------------------------+<--------------------------------------+
 //   |    batch coordinator    |  retry_atom(c) (delayed, to itself: call c's backoff)
 //   +-------------------------+
-//      | submit(url of call c)           ^ done_atom(c, transfer_result)
+//      | call c (URL or gRPC)             ^ done_atom(c, answer_verdict)
 //      v                                 |
-//   downstream_client (Beast on the event loops; at most `concurrency` calls of this batch)
+//   call_face -> downstream_client (on the event loops; at most `concurrency` calls of this batch)
 //
 // Life: start the first `concurrency` calls; whenever a call ends (ok, or failed with no retry
 // allowed) start the next waiting one, so the window slides and never waits for a whole chunk;
@@ -32,6 +32,7 @@
 #include "gather/values/atoms.hpp"
 #include "gather/answer/batch_response.hpp"
 #include "gather/answer/progressive_answer.hpp"
+#include "gather/downstream/call_face.hpp"
 #include "gather/downstream/downstream_answer.hpp"
 #include "gather/downstream/downstream_request.hpp"
 #include "gather/actors/messages.hpp"
@@ -102,30 +103,51 @@ void answer(batch_ptr self) {
   self->quit();
 }
 
+void finish(batch_ptr self, std::size_t c, section_outcome outcome);
+
 void start_attempt(batch_ptr self, std::size_t c) {
   auto& st = self->state;
   auto& services = st.job->services;
   const auto& serving = *st.job->serving;
+  const auto& plan = st.job->plan;
+  const auto& batch = batch_of(st);
+  const grpc_call_part* grpc = plan.grpc.empty() ? nullptr : plan.grpc[c].get();
+  if (!plan.grpc.empty() && !grpc) { // its message could not be made: no call
+    section_outcome refused;
+    refused.status = section_status::error;
+    refused.detail = plan.refused[c];
+    return finish(self, c, std::move(refused));
+  }
   if (++st.outcomes[c].attempts == 1 && st.budget)
     st.budget->first_attempt(clock::now());
-  transfer_request request{st.job->plan.urls[c], {}, batch_of(st).timeout, serving.max_response_bytes()};
-  request.http2 = batch_of(st).http2;
+  const auto now = clock::now();
+  section_call_request request;
+  request.url = grpc ? batch.grpc->target : plan.urls[c];
+  request.timeout = batch.timeout;
+  request.left = std::chrono::duration_cast<millis>(st.deadline - now);
+  request.max_response_bytes = serving.max_response_bytes();
+  request.fields = batch.fields;
+  request.http2 = batch.http2;
+  request.grpc = grpc;
+  request.deadline_header = serving.deadline_header();
   request.header_lines = header_block(
-      st.headers, serving.deadline_header().empty()
+      st.headers, serving.deadline_header().empty() || grpc // gRPC says it in grpc-timeout
                       ? std::string{}
-                      : deadline_header_line(serving.deadline_header(), batch_of(st).timeout,
-                                             st.deadline - clock::now()));
+                      : deadline_header_line(serving.deadline_header(), batch.timeout, st.deadline - now));
   st.spans[c] = call_span::begin(&services.spans, request.header_lines, "batch", st.outcomes[c].attempts);
+  if (grpc)
+    st.spans[c].rpc(grpc->path);
   auto me = caf::actor_cast<caf::actor>(self);
   auto answered = st.answered;
   auto* stats = &services.stats;
-  // Runs on an event loop's thread: count or forward, nothing else.
-  st.transfers[c] = services.client.submit(
-    std::move(request), [me, c, answered, stats](transfer_result&& r) {
+  // Runs on an event loop's thread, the answer already classified (call_face.hpp): count or
+  // forward, nothing else.
+  st.transfers[c] = start_section_call(
+    services.client, std::move(request), [me, c, answered, stats](answer_verdict&& v) {
       if (answered->load())
         stats->late_replies.fetch_add(1, std::memory_order_relaxed);
       else
-        caf::anon_send(me, done_atom::value, c, std::move(r));
+        caf::anon_send(me, done_atom::value, c, std::move(v));
     });
 }
 
@@ -155,14 +177,13 @@ void finish(batch_ptr self, std::size_t c, section_outcome outcome) {
   fill_window(self);
 }
 
-void attempt_ended(batch_ptr self, std::size_t c, transfer_result&& result) {
+void attempt_ended(batch_ptr self, std::size_t c, answer_verdict&& verdict) {
   auto& st = self->state;
   st.transfers[c] = 0;
   const auto& batch = batch_of(st);
-  auto verdict = classify_answer(std::move(result), batch.fields);
   const bool retryable = verdict.retryable;
   auto outcome = outcome_of(std::move(verdict));
-  st.spans[c].finish(outcome.status, outcome.last_http);
+  st.spans[c].finish(outcome.status, outcome.last_http, outcome.grpc_code);
   if (outcome.status == section_status::ok)
     return finish(self, c, std::move(outcome));
   auto next = decide_retry(retryable, st.outcomes[c].attempts, batch.retry, batch.timeout,
@@ -274,8 +295,8 @@ caf::behavior batch_coordinator(caf::stateful_actor<batch_coordinator_state>* se
     begin(self);
   return {
     [self](gate_atom) { gate_decided(self); },
-    [self](done_atom, std::size_t c, transfer_result& result) {
-      attempt_ended(self, c, std::move(result));
+    [self](done_atom, std::size_t c, answer_verdict& verdict) {
+      attempt_ended(self, c, std::move(verdict));
     },
     [self](retry_atom, std::size_t c) { start_attempt(self, c); },
     [self](deadline_atom) { on_deadline(self); },

@@ -158,6 +158,8 @@ void launch_call(worker_ptr self, bool retry, concurrency_limit::slot slot) {
                                                             now - st.attempt.started()));
   auto request = call_request_of(st.call, left, now);
   auto span = call_span::begin(&st.services->spans, request.header_lines, st.call.name, st.attempts);
+  if (st.call.grpc)
+    span.rpc(st.call.grpc->path);
   const auto seq = ++st.next_seq;
   st.attempt.count_call(seq);
   auto me = caf::actor_cast<caf::actor>(self);
@@ -335,7 +337,7 @@ void call_ended(worker_ptr self, std::uint32_t seq, answer_verdict&& verdict) {
     st.serving->counters.grpc_call(st.call.route, st.call.index, verdict.grpc_code);
   const bool retryable = verdict.retryable;
   auto outcome = outcome_of(std::move(verdict));
-  span.finish(outcome.status, outcome.last_http);
+  span.finish(outcome.status, outcome.last_http, outcome.grpc_code);
   if (outcome.status == section_status::ok) {
     auto* guard = st.call.guard;
     if (guard && guard->latencies)

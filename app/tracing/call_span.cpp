@@ -56,11 +56,22 @@ call_span call_span::begin(span_exporter* exporter, std::string& header_lines,
   return span;
 }
 
-void call_span::finish(section_status status, std::int32_t http_status) {
-  finish_as(to_string(status), http_status, status != section_status::ok);
+void call_span::rpc(const std::string& path) {
+  if (!exporter_) // only a recorded span needs them
+    return;
+  const auto slash = path.rfind('/');
+  if (slash == std::string::npos || slash == 0)
+    return;
+  rpc_service_ = path.substr(1, slash - 1);
+  rpc_method_ = path.substr(slash + 1);
 }
 
-void call_span::finish_as(const char* status, std::int32_t http_status, bool failed) {
+void call_span::finish(section_status status, std::int32_t http_status, std::int32_t grpc_code) {
+  finish_as(to_string(status), http_status, grpc_code, status != section_status::ok);
+}
+
+void call_span::finish_as(const char* status, std::int32_t http_status, std::int32_t grpc_code,
+                          bool failed) {
   if (!started_)
     return;
   started_ = false;
@@ -68,12 +79,19 @@ void call_span::finish_as(const char* status, std::int32_t http_status, bool fai
     return;
   auto& r = record_;
   r.end_unix_ns = unix_nanos_now();
-  r.attributes.reserve(4);
+  r.attributes.reserve(8);
   r.attributes.push_back(span_attribute::of_text("gather.section", r.name));
   r.attributes.push_back(span_attribute::of_text("gather.status", status));
   r.attributes.push_back(span_attribute::of_integer("gather.attempt", attempt_));
   if (http_status != 0)
     r.attributes.push_back(span_attribute::of_integer("http.response.status_code", http_status));
+  if (!rpc_service_.empty()) { // OpenTelemetry's RPC semantic conventions
+    r.attributes.push_back(span_attribute::of_text("rpc.system", "grpc"));
+    r.attributes.push_back(span_attribute::of_text("rpc.service", std::move(rpc_service_)));
+    r.attributes.push_back(span_attribute::of_text("rpc.method", std::move(rpc_method_)));
+    if (grpc_code >= 0)
+      r.attributes.push_back(span_attribute::of_integer("rpc.grpc.status_code", grpc_code));
+  }
   if (failed) {
     r.status = span_status::error;
     r.status_message = status;

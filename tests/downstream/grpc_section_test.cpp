@@ -3,11 +3,17 @@
 // tests/support/grpc_library_server.py), which reports what it saw on its stdout.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <map>
+#include <mutex>
+#include <set>
 #include <string>
+#include <vector>
 
 #include "gather/downstream/call_face.hpp"
 #include "support/child_process.hpp"
 #include "support/gateway_fixture.hpp"
+#include "support/test_server.hpp"
 
 using json = nlohmann::json;
 using gather::test::running_gateway;
@@ -174,4 +180,73 @@ TEST_CASE("grpc: metadata from a call's header lines", "[grpc-section][unit]") {
   const auto metadata = gather::metadata_of(lines, "x-deadline-ms");
   using field = std::pair<std::string, std::string>;
   CHECK(metadata == std::vector<field>{{"x-request-id", "r1"}, {"x-tenant", "t1"}, {"x-empty", ""}});
+}
+
+TEST_CASE("grpc: a call's CLIENT span has the rpc attributes, its traceparent goes as metadata", "[grpc-section][tracing]") {
+  std::mutex mutex;
+  std::vector<json> spans;
+  gather::test::test_server receiver; // OTLP/HTTP JSON
+  receiver.raw().Post("/v1/traces", [&](const httplib::Request& req, httplib::Response& res) {
+    const auto doc = json::parse(req.body, nullptr, false);
+    std::lock_guard<std::mutex> lock(mutex);
+    if (!doc.is_discarded())
+      for (const auto& rs : doc["resourceSpans"])
+        for (const auto& ss : rs["scopeSpans"])
+          for (const auto& span : ss["spans"])
+            if (span["kind"] == 3)
+              spans.push_back(span);
+    res.set_content("{}", "application/json");
+  });
+  receiver.start();
+  grpc_library server;
+  auto cfg = book_config(server);
+  cfg["tracing"] = {{"otlp_endpoint", receiver.base_url() + "/v1/traces"}, {"export_interval_ms", 50}};
+  running_gateway gw(cfg);
+  const std::string trace = "4bf92f3577b34da6a3ce929d0e0e4736";
+  auto r = gw.get("/books/missing?q=three", {{"traceparent", "00-" + trace + "-00f067aa0ba902b7-01"}});
+  REQUIRE(r);
+  CHECK(r->status == 404);
+  const auto call = server.event("\"GetBook\"");
+  const std::string sent = call["metadata"]["traceparent"];
+  REQUIRE(gather::test::eventually([&] {
+    std::lock_guard<std::mutex> lock(mutex);
+    return std::any_of(spans.begin(), spans.end(), [](const json& s) { return s["name"] == "meta"; });
+  }, std::chrono::milliseconds{10000}));
+  std::lock_guard<std::mutex> lock(mutex);
+  const auto meta = *std::find_if(spans.begin(), spans.end(), [](const json& s) { return s["name"] == "meta"; });
+  CHECK(meta["traceId"] == trace);
+  CHECK(sent == "00-" + trace + "-" + meta["spanId"].get<std::string>() + "-01");
+  std::map<std::string, json> attributes;
+  for (const auto& a : meta["attributes"])
+    attributes[a["key"]] = a["value"];
+  CHECK(attributes["rpc.system"] == json{{"stringValue", "grpc"}});
+  CHECK(attributes["rpc.service"] == json{{"stringValue", "linkd.v3.Library"}});
+  CHECK(attributes["rpc.method"] == json{{"stringValue", "GetBook"}});
+  CHECK(attributes["rpc.grpc.status_code"] == json{{"intValue", "5"}});
+  CHECK(meta["status"]["code"] == 2);
+}
+
+TEST_CASE("grpc: a batch calls its method once per distinct rendered message", "[grpc-section][batch]") {
+  grpc_library server;
+  json batch = {{"timeout_ms", 300}, {"fields", {"isbn", "stock"}},
+                {"grpc", {{"target", server.target()}, {"method", "linkd.v3.Library/GetBook"},
+                          {"message", {{"isbn", "{item}"}}}}}};
+  auto cfg = gather::test::batch_route_config_json("/books", batch);
+  cfg["protos"] = {{"descriptor_sets", {GATHER_TEST_DESCRIPTOR_SET}}};
+  running_gateway gw(cfg);
+  auto r = gw.post("/books", R"({"items": ["978-1", "missing", 7, "978-1"]})");
+  REQUIRE(r);
+  REQUIRE(r->status == 200);
+  const auto results = json::parse(r->body)["results"];
+  REQUIRE(results.size() == 4);
+  CHECK(results[0]["status"] == "ok");
+  CHECK(results[0]["data"] == json{{"isbn", "978-1"}, {"stock", 0}}); // projected by fields
+  CHECK(results[1]["status"] == "error");
+  CHECK(results[2]["status"] == "ok");
+  CHECK(results[2]["data"]["isbn"] == "7"); // a number item into a string field
+  CHECK(results[3] == json{{"item", "978-1"}, {"status", "ok"}, {"attempts", 1}, {"data", results[0]["data"]}});
+  std::multiset<std::string> asked;
+  for (int i = 0; i < 3; ++i)
+    asked.insert(server.event("\"GetBook\"")["request"]["isbn"].get<std::string>());
+  CHECK(asked == std::multiset<std::string>{"978-1", "7", "missing"}); // 978-1 once
 }

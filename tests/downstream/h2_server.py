@@ -30,6 +30,19 @@ What a request gets is chosen by its path (the query is ignored but for k=):
   /window-overflow      WINDOW_UPDATE frames that overflow the connection's window
   /bad-status           a :status that is not three digits
   /stats                {"connections": opened so far, "max_open": most streams open at once on one}
+A gRPC call (a :path under /linkd.v3.) gets what its x-mode metadata names, as a path (any of
+the above, e.g. "hang", "status/503", "refuse"), or one of these (a linkd.v3.Book is answered):
+  grpc/ok               the message, then trailers grpc-status 0
+  grpc/prefix-over      a length prefix of 100 over a shorter message, then grpc-status 0
+  grpc/huge-prefix      a 100 MB length prefix and 1000 bytes, then nothing
+  grpc/big              one well-formed message of 4096 bytes, then grpc-status 0
+  grpc/compressed       the message with the compressed flag set, then grpc-status 0
+  grpc/bad-message      bytes that are no Book, then grpc-status 0
+  grpc/no-trailers      the message, then END_STREAM on DATA: no grpc-status
+  grpc/html             200 text/html and a page
+  grpc/never-ends       the head and half a frame, then nothing
+  grpc/rst-mid          the head and half a frame, then RST_STREAM INTERNAL_ERROR
+  grpc/rst-after        the whole message, then RST_STREAM NO_ERROR (no trailers)
 """
 
 import asyncio
@@ -163,6 +176,8 @@ class Downstream(asyncio.Protocol):
             return
         request = self.streams[stream_id]
         path, _, query = request["path"].partition("?")
+        if path.startswith("/linkd.v3."):  # a gRPC call: what it gets is its x-mode metadata
+            path = "/" + dict(request["headers"]).get("x-mode", "grpc/ok")
         key = dict(p.partition("=")[::2] for p in query.split("&") if p).get("k", "")
         parts = path.strip("/").split("/")
         what = parts[0]
@@ -237,12 +252,62 @@ class Downstream(asyncio.Protocol):
         elif what == "bad-status":
             self.conn.send_headers(stream_id, [(":status", "abc")], end_stream=False)
             self.flush()
+        elif what == "grpc":
+            await self.grpc(stream_id, parts[1])
         elif what == "stats":
             self.head(stream_id, 200)
             await self.body(stream_id, json.dumps({"connections": STATE["connections"],
                                                    "max_open": STATE["max_open"]}).encode())
         else:  # refuse-once / goaway-once the second time, and anything else
             await self.item(stream_id)
+
+
+    async def grpc(self, stream_id, kind):
+        book = b"\x0a\x011\x12\x04Lamp"  # linkd.v3.Book {isbn: "1", title: "Lamp"}
+
+        def frame(message, flag=0, length=None):
+            return bytes([flag]) + (len(message) if length is None else length).to_bytes(4, "big") + message
+
+        async def trailers():
+            if self.open(stream_id):
+                self.conn.send_headers(stream_id, [("grpc-status", "0")], end_stream=True)
+                self.done(stream_id)
+                self.flush()
+
+        if kind == "html":
+            self.head(stream_id, 200, content_type="text/html")
+            await self.body(stream_id, b"<html><body>Bad gateway</body></html>")
+            return
+        self.head(stream_id, 200, content_type="application/grpc")
+        if kind == "ok":
+            await self.body(stream_id, frame(book), end=False)
+            await trailers()
+        elif kind == "prefix-over":
+            await self.body(stream_id, frame(book, length=100), end=False)
+            await trailers()
+        elif kind == "huge-prefix":
+            await self.body(stream_id, frame(b"x" * 1000, length=100 * 1024 * 1024), end=False)
+        elif kind == "big":
+            title = b"x" * 4090
+            await self.body(stream_id, frame(b"\x12" + bytes([0x80 | (len(title) & 0x7F), len(title) >> 7]) + title),
+                            end=False)
+            await trailers()
+        elif kind == "compressed":
+            await self.body(stream_id, frame(book, flag=1), end=False)
+            await trailers()
+        elif kind == "bad-message":
+            await self.body(stream_id, frame(b"\xff\xff\xff\xff"), end=False)
+            await trailers()
+        elif kind == "no-trailers":
+            await self.body(stream_id, frame(book), end=True)
+        elif kind == "never-ends":
+            await self.body(stream_id, frame(book)[:6], end=False)
+        elif kind == "rst-mid":
+            await self.body(stream_id, frame(book)[:6], end=False)
+            self.reset(stream_id, h2.errors.ErrorCodes.INTERNAL_ERROR)
+        elif kind == "rst-after":
+            await self.body(stream_id, frame(book), end=False)
+            self.reset(stream_id, h2.errors.ErrorCodes.NO_ERROR)
 
 
 class Silent(asyncio.Protocol):

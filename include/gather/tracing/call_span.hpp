@@ -28,20 +28,26 @@ public:
   static call_span begin(span_exporter* exporter, std::string& header_lines,
                          const std::string& name, std::int32_t attempt);
 
+  /// A gRPC call: `path` is "/package.Service/Method" (the span gets rpc.system "grpc",
+  /// rpc.service and rpc.method, and rpc.grpc.status_code when it finishes with a code).
+  void rpc(const std::string& path);
+
   /// Records the span (when sampled and exported): the call's status and the HTTP status of its
-  /// answer (0: none arrived). Once only; later calls, and calls on an empty span, do nothing.
-  void finish(section_status status, std::int32_t http_status);
+  /// answer (0: none arrived), a gRPC call's status code (-1: none). Once only; later calls, and
+  /// calls on an empty span, do nothing.
+  void finish(section_status status, std::int32_t http_status, std::int32_t grpc_code = -1);
   /// The call was cancelled before it ended (the request was answered first).
-  void cancel() { finish_as("cancelled", 0, true); }
+  void cancel() { finish_as("cancelled", 0, -1, true); }
 
   bool started() const { return started_; }
   const span_id_hex& span_id() const { return record_.span_id; }
 
 private:
-  void finish_as(const char* status, std::int32_t http_status, bool failed);
+  void finish_as(const char* status, std::int32_t http_status, std::int32_t grpc_code, bool failed);
 
   span_exporter* exporter_ = nullptr; ///< null: nothing is recorded
   span_record record_;
+  std::string rpc_service_, rpc_method_; ///< a gRPC call's (recorded spans only)
   std::int32_t attempt_ = 0;
   bool started_ = false;
 };
