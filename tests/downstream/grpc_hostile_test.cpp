@@ -65,7 +65,7 @@ std::string status_for(running_gateway& gw, const std::string& mode) {
 
 } // namespace
 
-TEST_CASE("grpc hostile: every broken answer ends its section by the timeout; the gateway keeps serving",
+TEST_CASE("grpc hostile: every broken answer ends its section by the timeout, and the gateway keeps serving",
           "[grpc-section][hostile]") {
   hostile_grpc_server server;
   running_gateway gw(hostile_config(server.target()));
