@@ -111,7 +111,7 @@ void start_attempt(batch_ptr self, std::size_t c) {
   const auto& serving = *st.job->serving;
   const auto& plan = st.job->plan;
   const auto& batch = batch_of(st);
-  const grpc_call_part* grpc = plan.grpc.empty() ? nullptr : plan.grpc[c].get();
+  const auto grpc = plan.grpc.empty() ? nullptr : plan.grpc[c];
   if (!plan.grpc.empty() && !grpc) { // its message could not be made: no call
     section_outcome refused;
     refused.status = section_status::error;

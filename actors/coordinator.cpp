@@ -215,7 +215,7 @@ void on_outcome(coordinator_ptr self, std::size_t i, section_outcome outcome);
 std::variant<std::shared_ptr<const grpc_call_part>, section_outcome>
 grpc_part_of(coordinator_state& st, std::size_t i, std::string& cache_text) {
   const auto& grpc = *st.job->route->sections[i].grpc;
-  const auto* catalog = st.job->serving->cfg.descriptors.get();
+  const auto& catalog = st.job->serving->cfg.descriptors;
   const auto* plan = catalog ? &catalog->sections[st.job->route_index][i] : nullptr;
   section_outcome refused;
   refused.status = section_status::error;

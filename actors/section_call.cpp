@@ -61,7 +61,7 @@ section_call_request call_request_of(const section_call& call, millis left, stea
   request.fields = work.fields;
   request.max_items = work.max_items;
   request.http2 = work.http2;
-  request.grpc = call.grpc.get();
+  request.grpc = call.grpc;
   request.deadline_header = work.deadline_header;
   request.header_lines = header_block(
       work.headers, work.deadline_header.empty() || call.grpc // gRPC says it in grpc-timeout

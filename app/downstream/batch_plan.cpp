@@ -14,7 +14,8 @@ namespace {
 
 /// A gRPC batch: one call per distinct rendered message, each encoded once.
 batch_plan plan_grpc_batch(std::vector<batch_item> items, const grpc_call_config& call,
-                           const inbound_request& in, const proto_catalog* catalog, std::size_t route) {
+                           const inbound_request& in, const std::shared_ptr<const proto_catalog>& catalog,
+                           std::size_t route) {
   batch_plan plan;
   plan.rows.reserve(items.size());
   plan.call_of_row.reserve(items.size());
@@ -70,7 +71,8 @@ batch_plan plan_grpc_batch(std::vector<batch_item> items, const grpc_call_config
 } // namespace
 
 batch_plan plan_batch(std::vector<batch_item> items, const batch_config& batch,
-                      const inbound_request& in, const proto_catalog* catalog, std::size_t route) {
+                      const inbound_request& in, const std::shared_ptr<const proto_catalog>& catalog,
+                      std::size_t route) {
   if (batch.grpc)
     return plan_grpc_batch(std::move(items), *batch.grpc, in, catalog, route);
   batch_plan plan;

@@ -91,7 +91,7 @@ std::vector<std::pair<std::string, std::string>> metadata_of(const std::string& 
 std::uint64_t start_section_call(downstream_client& client, section_call_request request,
                                  verdict_completion done) {
   if (request.grpc) {
-    const auto* call = request.grpc;
+    auto call = std::move(request.grpc);
     grpc_call_request grpc_request;
     grpc_request.target = request.url;
     grpc_request.path = call->path;
@@ -106,7 +106,7 @@ std::uint64_t start_section_call(downstream_client& client, section_call_request
     grpc_request.slow_after = request.slow_after;
     grpc_request.slow = std::move(request.slow);
     return start_grpc_call(client, std::move(grpc_request),
-                           [call, fields = std::move(request.fields), max_items = request.max_items,
+                           [call = std::move(call), fields = std::move(request.fields), max_items = request.max_items,
                             done = std::move(done)](grpc::call_result&& result) {
                              done(verdict_of(std::move(result), *call, fields, max_items));
                            });

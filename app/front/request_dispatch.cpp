@@ -117,7 +117,7 @@ request_dispatch::serve(const std::shared_ptr<const serving_config>& serving, ad
     job->gate = std::move(request.gate);
     job->format = choose_format(head.header_list("accept"), {answer_format::ndjson});
     job->plan = plan_batch(std::move(request.items), *job->route->batch, job->inbound,
-                           serving->cfg.descriptors.get(), route_index);
+                           serving->cfg.descriptors, route_index);
     deadline = job->deadline;
     coordinator_actor = system_.spawn(batch_coordinator, std::shared_ptr<const batch_job>(job));
   } else {

@@ -34,7 +34,7 @@ struct batch_plan {
 /// serves the rows in order. A whole `{item}` in a message keeps the item's JSON type where its
 /// field is not a string.
 batch_plan plan_batch(std::vector<batch_item> items, const batch_config& batch,
-                      const inbound_request& in, const proto_catalog* catalog = nullptr,
+                      const inbound_request& in, const std::shared_ptr<const proto_catalog>& catalog = nullptr,
                       std::size_t route = 0);
 
 } // namespace gather

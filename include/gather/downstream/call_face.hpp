@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -21,7 +22,9 @@ struct proto_catalog;
 
 /// A gRPC call's part of a section's call: what the coordinator rendered and encoded.
 struct grpc_call_part {
-  const proto_catalog* catalog = nullptr; ///< held alive by the request's generation
+  /// Its descriptors, held for as long as the call's completion may run on its loop (after the
+  /// request and its generation are gone, when the worker quit first); `plan` points into them.
+  std::shared_ptr<const proto_catalog> catalog;
   const grpc_method_plan* plan = nullptr;
   std::string path;    ///< "/package.Service/Method"
   std::string message; ///< the request message, serialized
@@ -39,7 +42,7 @@ struct section_call_request {
   std::vector<field_path> fields;
   std::size_t max_items = 0; ///< an array's first N elements, after fields (0: all)
   bool http2 = false;
-  const grpc_call_part* grpc = nullptr; ///< set for a gRPC section (outlives the call)
+  std::shared_ptr<const grpc_call_part> grpc; ///< set for a gRPC section; the completion holds it
   std::chrono::microseconds slow_after{0};
   std::function<void()> slow{};
 };
