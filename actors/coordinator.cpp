@@ -215,12 +215,16 @@ void on_outcome(coordinator_ptr self, std::size_t i, section_outcome outcome);
 std::variant<std::shared_ptr<const grpc_call_part>, section_outcome>
 grpc_part_of(coordinator_state& st, std::size_t i, std::string& cache_text) {
   const auto& grpc = *st.job->route->sections[i].grpc;
-  const auto& catalog = st.job->serving->cfg.descriptors;
+  const auto& serving = *st.job->serving;
+  auto catalog = serving.descriptors();
   const auto* plan = catalog ? &catalog->sections[st.job->route_index][i] : nullptr;
   section_outcome refused;
   refused.status = section_status::error;
   if (!plan || !*plan) {
-    refused.detail = "grpc: " + grpc.full_method() + " is not known (no descriptors name it)";
+    // No call and no wait: reflection may find the method for a later request.
+    serving.unknown_method(grpc);
+    refused.detail = "grpc: " + grpc.full_method() + " is not known (no descriptors name it" +
+                     (grpc.reflection ? "; its target's reflection is asked" : "") + ")";
     return refused;
   }
   auto message = grpc::render_message(grpc, (*plan)->as_text,

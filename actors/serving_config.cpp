@@ -4,6 +4,8 @@
 #include <cctype>
 
 #include "gather/actors/section_cache.hpp"
+#include "gather/downstream/grpc_reflection.hpp"
+#include "gather/downstream/proto_catalog.hpp"
 
 namespace gather {
 
@@ -36,7 +38,7 @@ millis longest_deadline_of(const config& cfg) {
 } // namespace
 
 serving_config::serving_config(config c, std::uint64_t n, metrics::registry& series,
-                               std::shared_ptr<const admission_gates> g)
+                               std::shared_ptr<const admission_gates> g, reflection_registry* reflection)
   : cfg(std::move(c)),
     number(n),
     counters(cfg, series),
@@ -44,7 +46,20 @@ serving_config::serving_config(config c, std::uint64_t n, metrics::registry& ser
     longest_deadline(longest_deadline_of(cfg)),
     guards(cfg),
     deadline_header_lower(lower(cfg.deadline_header)),
-    gates(std::move(g)) {
+    gates(std::move(g)),
+    reflected(reflection && has_reflection(cfg) ? std::make_unique<const live_catalog>(cfg, *reflection)
+                                                : nullptr) {
+}
+
+serving_config::~serving_config() = default;
+
+std::shared_ptr<const proto_catalog> serving_config::descriptors() const {
+  return reflected ? reflected->current() : cfg.descriptors;
+}
+
+void serving_config::unknown_method(const grpc_call_config& call) const {
+  if (reflected)
+    reflected->unknown(call);
 }
 
 serving_config_slot::serving_config_slot(std::shared_ptr<const serving_config> first)

@@ -18,6 +18,7 @@
 #include "gather/cluster/origin_allowlist.hpp"
 #include "gather/cluster/cluster_transport.hpp"
 #include "gather/downstream/downstream_client.hpp"
+#include "gather/downstream/grpc_reflection.hpp"
 #include "gather/downstream/proto_catalog.hpp"
 #include "gather/front/http_server.hpp"
 #include "gather/front/request_dispatch.hpp"
@@ -76,13 +77,15 @@ void log_event(const char* event, nlohmann::ordered_json rest) {
 /// A configuration generation with its routes' gates (gather/admission/gates.hpp).
 std::shared_ptr<const serving_config> generation_of(config cfg, std::uint64_t number,
                                                     metrics::registry& series, jwks_registry& keys,
-                                                    std::shared_ptr<shared_store> store) {
+                                                    std::shared_ptr<shared_store> store,
+                                                    reflection_registry& reflection) {
   // `gather serve` built the descriptors when it checked the file; a config made otherwise (the
   // demo, a test) gets them here.
   if (const auto problems = attach_proto_catalog(cfg); !problems.empty())
     throw std::runtime_error(problems.front());
   auto gates = make_admission_gates(cfg, &keys, std::move(store));
-  return std::make_shared<const serving_config>(std::move(cfg), number, series, std::move(gates));
+  return std::make_shared<const serving_config>(std::move(cfg), number, series, std::move(gates),
+                                                &reflection);
 }
 
 /// The store of `cfg.shared` (docs/shared.md), null without one. Reads the password file and
@@ -126,6 +129,9 @@ struct gateway::impl {
   /// The JWK sets fetched from URLs, kept across reloads; fetches through `client`, so it is
   /// destroyed after the client (whose transfers end without completions when it goes).
   jwks_registry keys;
+  /// The targets' server reflection (docs/grpc.md): what each gave, kept across reloads; asks
+  /// through `client`, like `keys`.
+  reflection_registry reflection{[](const std::string& line) { write_log_line(line); }};
   /// The generation the gateway started on: its restart-only keys stay in force.
   std::shared_ptr<const serving_config> first;
   const config& cfg = first->cfg;
@@ -165,7 +171,7 @@ struct gateway::impl {
 
   explicit impl(config c)
     : store(store_of(c)),
-      first(generation_of(std::move(c), 1, series, keys, store)),
+      first(generation_of(std::move(c), 1, series, keys, store, reflection)),
       spans(exporter_of(cfg, client, loops)),
       stopper{started(loops)},
       system(actor_config(actor_cfg, cfg, loops)),
@@ -178,6 +184,9 @@ struct gateway::impl {
                                                              admin_dispatch, listener_role::admin)
                              : nullptr) {
     keys.start(client);
+    reflection.start(client);
+    if (first->reflected)
+      first->reflected->ask_all();
     if (store)
       store->start(loops, stats.shared);
   }
@@ -194,6 +203,9 @@ int gateway::start(const std::string& listen) {
   auto address = split_host_port(listen.empty() ? impl_->cfg.listen : listen);
   if (!address)
     throw std::runtime_error("invalid listen address: " + listen);
+  // The targets' first reflection answers, before anyone can ask (on this thread, never a loop).
+  if (const auto& reflected = impl_->first->reflected)
+    reflected->wait_first(reflection_wait);
   const int port = impl_->server.start(address->first, address->second);
   if (impl_->admin_server) {
     const auto admin = split_host_port(impl_->cfg.admin->listen);
@@ -245,7 +257,10 @@ bool gateway::reload(config_result loaded, const std::string& source) {
     store->start(im.loops, im.stats.shared);
   else
     im.stats.shared.up.store(-1);
-  auto generation = generation_of(std::move(next), ++im.generations, im.series, im.keys, store);
+  auto generation = generation_of(std::move(next), ++im.generations, im.series, im.keys, store,
+                                  im.reflection);
+  if (generation->reflected)
+    generation->reflected->ask_all(); // no wait: what the targets gave before serves meanwhile
   const auto routes = generation->cfg.routes.size();
   const auto sections = section_count(generation->cfg);
   im.serving.install(std::move(generation));

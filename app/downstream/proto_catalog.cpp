@@ -117,6 +117,12 @@ public:
     }
   }
 
+  /// A file reflection gave: one of the same name from `protos` (or an earlier target) wins.
+  void add_reflected(const pb::FileDescriptorProto& proto, const std::string& origin) {
+    if (!files_.count(proto.name()))
+      files_.emplace(proto.name(), file_entry{proto, origin});
+  }
+
   /// The pool of every file added; null when a file could not be built (problems reported).
   std::unique_ptr<pb::DescriptorPool> build() {
     auto pool = std::make_unique<pb::DescriptorPool>();
@@ -252,12 +258,16 @@ std::vector<std::string> attach_proto_catalog(config& cfg) {
   return std::move(built.problems);
 }
 
-proto_catalog_result build_proto_catalog(const config& cfg) {
+proto_catalog_result build_proto_catalog(const config& cfg,
+                                         const std::vector<pb::FileDescriptorProto>* reflected) {
   proto_catalog_result result;
   catalog_builder builder(result.problems);
   for (std::size_t i = 0; i < cfg.protos.descriptor_sets.size(); ++i)
     builder.add_set(cfg.protos.descriptor_sets[i], "protos.descriptor_sets[" + std::to_string(i) + "]");
   builder.add_sources(cfg.protos, "protos");
+  if (reflected)
+    for (const auto& file : *reflected)
+      builder.add_reflected(file, "reflection");
   auto catalog = std::make_shared<proto_catalog>();
   catalog->pool = builder.build();
   if (!catalog->pool || !result.problems.empty())
@@ -277,7 +287,7 @@ proto_catalog_result build_proto_catalog(const config& cfg) {
                         result.problems)
             : std::nullopt);
   }
-  if (result.problems.empty())
+  if (result.problems.empty() || reflected)
     result.value = std::move(catalog);
   return result;
 }

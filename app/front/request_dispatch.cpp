@@ -11,6 +11,7 @@
 #include "gather/ops/ops_endpoints.hpp"
 #include "gather/config/route_table.hpp"
 #include "gather/actors/process_services.hpp"
+#include "gather/downstream/proto_catalog.hpp"
 #include "gather/tracing/span_exporter.hpp"
 #include "gather/tracing/traceparent.hpp"
 
@@ -116,8 +117,12 @@ request_dispatch::serve(const std::shared_ptr<const serving_config>& serving, ad
     auto job = make_job<batch_job>(serving, route_index, sink, std::move(inbound));
     job->gate = std::move(request.gate);
     job->format = choose_format(head.header_list("accept"), {answer_format::ndjson});
+    auto descriptors = serving->descriptors();
+    const auto& call = job->route->batch->grpc;
+    if (call && descriptors && route_index < descriptors->batches.size() && !descriptors->batches[route_index])
+      serving->unknown_method(*call); // its items end error now; a later batch may find it
     job->plan = plan_batch(std::move(request.items), *job->route->batch, job->inbound,
-                           serving->cfg.descriptors, route_index);
+                           descriptors, route_index);
     deadline = job->deadline;
     coordinator_actor = system_.spawn(batch_coordinator, std::shared_ptr<const batch_job>(job));
   } else {

@@ -32,12 +32,19 @@ namespace gather {
 
 /// Who may come in, per route (gather/admission/gates.hpp): only admission reads it.
 struct admission_gates;
+class live_catalog;
+class reflection_registry;
+struct proto_catalog;
 
 struct serving_config {
   /// `cfg` must be valid (load_config accepted it); `series` must outlive the generation;
   /// `gates`: the routes' token guards and rate limiters, built from `cfg` by the gateway.
+  /// `reflection`: the gateway's reflection sources (kept across reloads), for a `cfg` whose
+  /// targets have `"reflection": true`; must outlive the generation.
   serving_config(config cfg, std::uint64_t number, metrics::registry& series,
-                 std::shared_ptr<const admission_gates> gates = nullptr);
+                 std::shared_ptr<const admission_gates> gates = nullptr,
+                 reflection_registry* reflection = nullptr);
+  ~serving_config();
   serving_config(const serving_config&) = delete;
   serving_config& operator=(const serving_config&) = delete;
 
@@ -60,6 +67,15 @@ struct serving_config {
   /// Per route, its bearer-token guard and rate limiter (buckets start full with each
   /// generation); null when the generation was built without (a tool, a test).
   const std::shared_ptr<const admission_gates> gates;
+  /// The gRPC descriptors over time when a target has `"reflection": true` (docs/grpc.md); null
+  /// otherwise (then cfg.descriptors is all there is).
+  const std::unique_ptr<const live_catalog> reflected;
+
+  /// The descriptors a request begins with: cfg.descriptors, or what reflection added to them.
+  std::shared_ptr<const proto_catalog> descriptors() const;
+  /// A request named `call`'s method and no descriptor has it: its target is asked again
+  /// (at most once per 10 s), nothing waits.
+  void unknown_method(const grpc_call_config& call) const;
 
   /// The header that tells a downstream how long it has (docs/resilience.md); empty: none.
   const std::string& deadline_header() const { return cfg.deadline_header; }

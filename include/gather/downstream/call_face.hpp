@@ -22,8 +22,9 @@ struct proto_catalog;
 
 /// A gRPC call's part of a section's call: what the coordinator rendered and encoded.
 struct grpc_call_part {
-  /// Its descriptors, held for as long as the call's completion may run on its loop (after the
-  /// request and its generation are gone, when the worker quit first); `plan` points into them.
+  /// Its descriptors (a generation's, or what reflection added to them), held for as long as the
+  /// call's completion may run on its loop (after the request and its generation are gone, when
+  /// the worker quit first); `plan` points into them.
   std::shared_ptr<const proto_catalog> catalog;
   const grpc_method_plan* plan = nullptr;
   std::string path;    ///< "/package.Service/Method"

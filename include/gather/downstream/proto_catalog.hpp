@@ -14,6 +14,7 @@
 #include <vector>
 
 #include <google/protobuf/descriptor.h>
+#include <google/protobuf/descriptor.pb.h>
 #include <google/protobuf/dynamic_message.h>
 #include <google/protobuf/util/type_resolver.h>
 
@@ -60,7 +61,13 @@ struct proto_catalog_result {
 /// is unary or server streaming, max_messages fits its kind, the message's keys are fields of
 /// the input type and its literal values fit them). A method that `protos` lacks is no problem
 /// for a target with `"reflection": true`. Never connects anywhere.
-proto_catalog_result build_proto_catalog(const config& cfg);
+///
+/// `reflected`: files the targets' server reflection gave (grpc_reflection.hpp), added after
+/// `protos`' own (a name already given is taken from there). With them, a plan that cannot be
+/// made (a reflected method whose input type lacks a `message` key) is a problem that leaves the
+/// section without a plan rather than the catalog unbuilt: `value` is set unless a file fails.
+proto_catalog_result build_proto_catalog(
+    const config& cfg, const std::vector<google::protobuf::FileDescriptorProto>* reflected = nullptr);
 
 /// Whether `cfg` has a gRPC section or batch.
 bool has_grpc_calls(const config& cfg);
