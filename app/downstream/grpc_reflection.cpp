@@ -112,6 +112,11 @@ bool parse_response(const std::string& bytes, response& out) {
 
 } // namespace reflection_wire
 
+double log_time() {
+  using namespace std::chrono;
+  return duration_cast<microseconds>(system_clock::now().time_since_epoch()).count() / 1e6;
+}
+
 namespace {
 
 std::int64_t now_ns() {
@@ -155,6 +160,7 @@ void reflection_source::ask_unknown(downstream_client& client, const std::string
   const auto pace = std::chrono::duration_cast<std::chrono::nanoseconds>(reflection_pace).count();
   if (now - last < pace || !last_unknown_ns_.compare_exchange_strong(last, now))
     return;
+  unknown_asks_.fetch_add(1, std::memory_order_acq_rel);
   ask(client, {service});
 }
 
@@ -271,7 +277,7 @@ void reflection_source::end_round(downstream_client& client, const std::shared_p
   }
   ended_.notify_all();
   if (log_) {
-    nlohmann::ordered_json line{{"event", "grpc_reflection"}, {"target", target_}};
+    nlohmann::ordered_json line{{"event", "grpc_reflection"}, {"ts", log_time()}, {"target", target_}};
     line["result"] = ok ? "ok" : had_files ? "failed, keeping the files it gave before" : "failed";
     line["api"] = r->v1alpha ? "v1alpha" : "v1";
     line["files"] = r->got.size();

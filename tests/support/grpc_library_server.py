@@ -2,7 +2,14 @@
 """A real gRPC server for the tests: the seed's linkd.v3.Library on Debian's grpcio (asyncio),
 its handlers registered from a descriptor set, without generated code.
 
-    /usr/bin/python3 grpc_library_server.py DESCRIPTOR_SET
+    /usr/bin/python3 grpc_library_server.py DESCRIPTOR_SET [REFLECTION...]
+
+REFLECTION: "v1" and/or "v1alpha": it also serves gRPC server reflection in those versions
+(grpc.reflection.<v>.ServerReflection/ServerReflectionInfo, file_containing_symbol and
+file_by_filename, the files of the set; Debian has no grpcio-reflection, so it is written here
+on the same descriptor machinery). GetBookAgain (a GetBook by another name) is served all along,
+but reflection names it only after SIGUSR1 ("a method added after start"), which prints
+{"event": "added"}. Each reflection request prints {"event": "reflection", "api": v, "asked": s}.
 
 Prints "port N" once it listens on 127.0.0.1:N, then one JSON line per thing a test waits for:
   {"event": "call", "method": ..., "request": {...}, "metadata": {...}, "timeout": seconds|null}
@@ -21,6 +28,7 @@ What a call does depends on its request (isbn for GetBook, query for SearchBooks
 
 import asyncio
 import json
+import signal
 import sys
 
 import grpc
@@ -38,7 +46,102 @@ def load_types(path):
     def cls(name):
         return factory.GetPrototype(pool.FindMessageTypeByName(name))
 
-    return cls("linkd.v3.Book"), cls("linkd.v3.GetBookRequest"), cls("linkd.v3.SearchBooksRequest")
+    return (files, cls("linkd.v3.Book"), cls("linkd.v3.GetBookRequest"),
+            cls("linkd.v3.SearchBooksRequest"))
+
+
+def reflection_types(package):
+    """ServerReflectionRequest and ServerReflectionResponse of grpc/reflection/<v>/reflection.proto
+    (the fields used: the same numbers in v1 and v1alpha), built without generated code."""
+    T = descriptor_pb2.FieldDescriptorProto
+    f = descriptor_pb2.FileDescriptorProto(name=package.replace(".", "/") + "/reflection.proto",
+                                           package=package, syntax="proto3")
+    req = f.message_type.add(name="ServerReflectionRequest")
+    req.oneof_decl.add(name="message_request")
+    req.field.add(name="host", number=1, type=T.TYPE_STRING, label=T.LABEL_OPTIONAL)
+    for name, number in (("file_by_filename", 3), ("file_containing_symbol", 4), ("list_services", 7)):
+        req.field.add(name=name, number=number, type=T.TYPE_STRING, label=T.LABEL_OPTIONAL, oneof_index=0)
+    fdr = f.message_type.add(name="FileDescriptorResponse")
+    fdr.field.add(name="file_descriptor_proto", number=1, type=T.TYPE_BYTES, label=T.LABEL_REPEATED)
+    err = f.message_type.add(name="ErrorResponse")
+    err.field.add(name="error_code", number=1, type=T.TYPE_INT32, label=T.LABEL_OPTIONAL)
+    err.field.add(name="error_message", number=2, type=T.TYPE_STRING, label=T.LABEL_OPTIONAL)
+    resp = f.message_type.add(name="ServerReflectionResponse")
+    resp.oneof_decl.add(name="message_response")
+    resp.field.add(name="valid_host", number=1, type=T.TYPE_STRING, label=T.LABEL_OPTIONAL)
+    resp.field.add(name="original_request", number=2, type=T.TYPE_MESSAGE, label=T.LABEL_OPTIONAL,
+                   type_name="." + package + ".ServerReflectionRequest")
+    resp.field.add(name="file_descriptor_response", number=4, type=T.TYPE_MESSAGE,
+                   label=T.LABEL_OPTIONAL, type_name="." + package + ".FileDescriptorResponse", oneof_index=0)
+    resp.field.add(name="error_response", number=7, type=T.TYPE_MESSAGE, label=T.LABEL_OPTIONAL,
+                   type_name="." + package + ".ErrorResponse", oneof_index=0)
+    pool = descriptor_pool.DescriptorPool()
+    pool.Add(f)
+    factory = message_factory.MessageFactory(pool)
+    return (factory.GetPrototype(pool.FindMessageTypeByName(package + ".ServerReflectionRequest")),
+            factory.GetPrototype(pool.FindMessageTypeByName(package + ".ServerReflectionResponse")))
+
+
+class reflected_files:
+    """The files reflection answers with: the set's, with GetBookAgain once added."""
+
+    def __init__(self, files):
+        self.files = {f.name: f for f in files.file}
+        self.build()
+
+    def add_method(self):
+        library = descriptor_pb2.FileDescriptorProto()
+        library.CopyFrom(self.files["linkd/v3/library.proto"])
+        service = next(s for s in library.service if s.name == "Library")
+        service.method.add(name="GetBookAgain", input_type=".linkd.v3.GetBookRequest",
+                           output_type=".linkd.v3.Book")
+        self.files[library.name] = library
+        self.build()
+
+    def build(self):
+        self.pool = descriptor_pool.DescriptorPool()
+        for name in self.order():
+            self.pool.Add(self.files[name])
+
+    def order(self):
+        done = []
+
+        def visit(name):
+            if name in done or name not in self.files:
+                return
+            for dependency in self.files[name].dependency:
+                visit(dependency)
+            done.append(name)
+
+        for name in self.files:
+            visit(name)
+        return done
+
+    def with_dependencies(self, name):
+        out, todo = [], [name]
+        while todo:
+            n = todo.pop()
+            if n in out or n not in self.files:
+                continue
+            out.append(n)
+            todo.extend(self.files[n].dependency)
+        return [self.files[n].SerializeToString() for n in out]
+
+    def answer(self, request, Response):
+        which = request.WhichOneof("message_request")
+        response = Response(original_request=request)
+        try:
+            if which == "file_containing_symbol":
+                name = self.pool.FindFileContainingSymbol(request.file_containing_symbol).name
+            elif which == "file_by_filename":
+                name = self.pool.FindFileByName(request.file_by_filename).name
+            else:
+                raise KeyError(which)
+            response.file_descriptor_response.file_descriptor_proto.extend(self.with_dependencies(name))
+        except KeyError:
+            response.error_response.error_code = grpc.StatusCode.NOT_FOUND.value[0]
+            response.error_response.error_message = "not found"
+        return response
 
 
 def emit(**event):
@@ -46,7 +149,8 @@ def emit(**event):
 
 
 def main():
-    Book, GetBookRequest, SearchBooksRequest = load_types(sys.argv[1])
+    files, Book, GetBookRequest, SearchBooksRequest = load_types(sys.argv[1])
+    reflected = reflected_files(files)
     flaky_calls = {}
 
     def book(isbn, n=0):
@@ -114,10 +218,32 @@ def main():
             response_serializer=Book.SerializeToString),
     }
 
+    handlers["GetBookAgain"] = handlers["GetBook"]
+
+    def reflection_handler(api):
+        Request, Response = reflection_types("grpc.reflection." + api)
+
+        async def info(requests, context):
+            async for request in requests:
+                emit(event="reflection", api=api, asked=request.file_containing_symbol or request.file_by_filename)
+                yield reflected.answer(request, Response)
+
+        return grpc.method_handlers_generic_handler(
+            "grpc.reflection." + api + ".ServerReflection",
+            {"ServerReflectionInfo": grpc.stream_stream_rpc_method_handler(
+                info, request_deserializer=Request.FromString,
+                response_serializer=Response.SerializeToString)})
+
+    def added():
+        reflected.add_method()
+        emit(event="added")
+
     async def serve():
         server = grpc.aio.server()
         server.add_generic_rpc_handlers(
-            (grpc.method_handlers_generic_handler("linkd.v3.Library", handlers),))
+            (grpc.method_handlers_generic_handler("linkd.v3.Library", handlers),) +
+            tuple(reflection_handler(api) for api in sys.argv[2:]))
+        asyncio.get_running_loop().add_signal_handler(signal.SIGUSR1, added)
         port = server.add_insecure_port("127.0.0.1:0")
         await server.start()
         print("port", port, flush=True)

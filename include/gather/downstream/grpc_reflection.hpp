@@ -51,6 +51,8 @@ constexpr std::chrono::milliseconds reflection_wait{5000};
 
 /// A line for the log (the gateway writes it; this library does not log).
 using reflection_log = std::function<void(const std::string& json_line)>;
+/// A log line's "ts": seconds since the epoch, as the request log writes it.
+double log_time();
 
 /// Wire form of the two reflection messages used (the same field numbers in v1 and v1alpha).
 namespace reflection_wire {
@@ -88,6 +90,8 @@ public:
   std::uint64_t version() const { return version_.load(std::memory_order_acquire); }
   /// Asks that ended, whatever their result: the tests' and the start's witness.
   std::uint64_t asks_done() const { return asks_done_.load(std::memory_order_acquire); }
+  /// Asks an unknown method made (the pace let them through).
+  std::uint64_t unknown_asks() const { return unknown_asks_.load(std::memory_order_acquire); }
   /// Waits (a thread of its own, never a loop) until `count` asks ended or `until` passed.
   bool wait_asks(std::uint64_t count, std::chrono::steady_clock::time_point until) const;
   /// "v1", "v1alpha", or "" while no server answered.
@@ -110,6 +114,7 @@ private:
   bool answered_ = false;
   std::atomic<std::uint64_t> version_{0};
   std::atomic<std::uint64_t> asks_done_{0};
+  std::atomic<std::uint64_t> unknown_asks_{0};
   std::atomic<std::int64_t> last_unknown_ns_{-(std::int64_t{1} << 62)};
 };
 
@@ -144,6 +149,8 @@ public:
   void unknown(const grpc_call_config& call) const;
   /// Start: waits (the caller's thread) until every target answered once or `limit` passed.
   void wait_first(std::chrono::milliseconds limit) const;
+  /// Its targets' sources, by target (for the tests: each source's asks_done() and wait_asks()).
+  const std::map<std::string, std::shared_ptr<reflection_source>>& sources() const { return sources_; }
 
 private:
   std::uint64_t versions() const;

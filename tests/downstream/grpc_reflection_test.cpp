@@ -1,0 +1,169 @@
+// gRPC server reflection end to end (docs/grpc.md, "Server reflection"): a real gateway with no
+// descriptor of its own asks a real gRPC server (Debian's grpcio, tests/support/
+// grpc_library_server.py, serving reflection v1 and/or v1alpha) for its methods' files.
+#include <catch2/catch.hpp>
+
+#include <csignal>
+#include <string>
+#include <vector>
+
+#include "gather/actors/serving_config.hpp"
+#include "gather/downstream/grpc_reflection.hpp"
+#include "support/child_process.hpp"
+#include "support/gateway_fixture.hpp"
+
+using json = nlohmann::json;
+using gather::test::running_gateway;
+
+namespace {
+
+/// The Python server with reflection in the versions given ({} for none).
+class reflecting_library {
+public:
+  explicit reflecting_library(const std::vector<std::string>& apis)
+      : process_("/usr/bin/python3", args_of(apis)) {
+    auto line = process_.wait_for_line("port ");
+    REQUIRE(line);
+    port_ = std::stoi(line->substr(line->find(' ') + 1));
+  }
+  std::string target() const { return "http://127.0.0.1:" + std::to_string(port_); }
+  json event(const std::string& needle) {
+    auto line = process_.wait_for_line(needle);
+    REQUIRE(line);
+    return json::parse(*line);
+  }
+  /// Reflection names GetBookAgain from now on.
+  void add_method() {
+    process_.signal(SIGUSR1);
+    event("\"added\"");
+  }
+
+private:
+  static std::vector<std::string> args_of(const std::vector<std::string>& apis) {
+    std::vector<std::string> args{std::string(GATHER_SOURCE_DIR) + "/tests/support/grpc_library_server.py",
+                                  GATHER_TEST_DESCRIPTOR_SET};
+    args.insert(args.end(), apis.begin(), apis.end());
+    return args;
+  }
+  gather::test::child_process process_;
+  int port_ = 0;
+};
+
+json reflected_section(const std::string& name, const std::string& target, const std::string& method,
+                       json message, json extra = json::object()) {
+  json section = {{"name", name}, {"timeout_ms", 300},
+                  {"grpc", {{"target", target}, {"method", "linkd.v3.Library/" + method},
+                            {"message", std::move(message)}, {"reflection", true}}}};
+  for (auto& [k, v] : extra.items())
+    section[k] = v;
+  return section;
+}
+
+/// meta (GetBook, required) and related (SearchBooks, 5 of a stream), no `protos` at all.
+json reflected_config(const std::string& target) {
+  return gather::test::route_config_json(
+      "/books/{isbn}",
+      {reflected_section("meta", target, "GetBook", {{"isbn", "{isbn}"}}, {{"required", true}}),
+       reflected_section("related", target, "SearchBooks", {{"query", "{query.q}"}, {"page_size", 5}},
+                         {{"fallback", json::array()}, {"grpc", {{"target", target},
+                           {"method", "linkd.v3.Library/SearchBooks"}, {"reflection", true},
+                           {"message", {{"query", "{query.q}"}, {"page_size", 5}}}, {"max_messages", 5}}}})},
+      800);
+}
+
+const gather::reflection_source& source_of(running_gateway& gw, const std::string& target) {
+  return *gw.gw().serving()->reflected->sources().at(target);
+}
+
+} // namespace
+
+TEST_CASE("grpc reflection: v1 at start, no descriptor of the gateway's own", "[grpc-reflection]") {
+  reflecting_library server({"v1"});
+  running_gateway gw(reflected_config(server.target()));
+  // The gateway asked before it listened: the first request finds both methods.
+  auto asked = server.event("\"reflection\"");
+  CHECK(asked["api"] == "v1");
+  CHECK(asked["asked"] == "linkd.v3.Library");
+  auto r = gw.get("/books/978-7?q=three");
+  REQUIRE(r);
+  REQUIRE(r->status == 200);
+  const auto body = json::parse(r->body);
+  CHECK(body["data"]["meta"]["isbn"] == "978-7");
+  CHECK(body["data"]["meta"]["format"] == "EBOOK"); // the enum by name: the type came whole
+  CHECK(body["data"]["meta"]["sold"] == "12345678901234");
+  CHECK(body["data"]["related"].size() == 3);
+  CHECK(source_of(gw, server.target()).api() == "v1");
+}
+
+TEST_CASE("grpc reflection: a server that speaks only v1alpha is asked again in v1alpha", "[grpc-reflection]") {
+  reflecting_library server({"v1alpha"});
+  running_gateway gw(reflected_config(server.target()));
+  CHECK(server.event("\"reflection\"")["api"] == "v1alpha"); // v1 answered UNIMPLEMENTED first
+  auto r = gw.get("/books/1?q=ten");
+  REQUIRE(r);
+  REQUIRE(r->status == 200);
+  CHECK(json::parse(r->body)["data"]["related"].size() == 5);
+  CHECK(source_of(gw, server.target()).api() == "v1alpha");
+}
+
+TEST_CASE("grpc reflection: a method added after start is asked for once a request names it", "[grpc-reflection]") {
+  reflecting_library server({"v1"});
+  auto cfg = reflected_config(server.target());
+  cfg["routes"][0]["sections"].push_back(
+      reflected_section("again", server.target(), "GetBookAgain", {{"isbn", "{isbn}"}},
+                        {{"fallback", json::object()}}));
+  running_gateway gw(cfg);
+  server.event("\"reflection\""); // the start's ask: no GetBookAgain yet
+  server.add_method();
+  const auto& source = source_of(gw, server.target());
+  const auto asks = source.asks_done();
+  // The first request that names it: no call, no wait; its target is asked.
+  auto r = gw.get("/books/1?q=three");
+  REQUIRE(r);
+  REQUIRE(r->status == 200);
+  auto body = json::parse(r->body);
+  CHECK(body["sections"]["again"]["status"] == "error");
+  CHECK(body["data"]["meta"]["isbn"] == "1");
+  CHECK(server.event("\"reflection\"")["asked"] == "linkd.v3.Library");
+  REQUIRE(source.wait_asks(asks + 1, std::chrono::steady_clock::now() + std::chrono::seconds(5)));
+  r = gw.get("/books/2?q=three");
+  REQUIRE(r);
+  body = json::parse(r->body);
+  CHECK(body["sections"]["again"]["status"] == "ok");
+  CHECK(body["data"]["again"]["isbn"] == "2");
+  CHECK(source.unknown_asks() == 1);
+  // A method that never comes asks once per 10 s, not once per request.
+  cfg["routes"][0]["sections"][2]["grpc"]["method"] = "linkd.v3.Library/Nope";
+  REQUIRE(gw.gw().reload(gather::load_config(cfg.dump()), "test"));
+  const auto& reloaded = source_of(gw, server.target());
+  CHECK(&reloaded == &source); // kept across the reload, with what it gave
+  r = gw.get("/books/3?q=three");
+  REQUIRE(r);
+  body = json::parse(r->body);
+  CHECK(body["data"]["meta"]["isbn"] == "3"); // the files it had serve while the reload asks
+  CHECK(body["sections"]["again"]["status"] == "error");
+  for (int i = 0; i < 5; ++i)
+    CHECK(gw.get("/books/4?q=three")->status == 200);
+  CHECK(source.unknown_asks() == 1); // the first request's, less than 10 s ago
+  // The reload asked again (not paced) and brought what the server has.
+  REQUIRE(source.wait_asks(asks + 2, std::chrono::steady_clock::now() + std::chrono::seconds(5)));
+  CHECK(source.version() >= 3);
+}
+
+TEST_CASE("grpc reflection: a server without reflection ends the sections error at once, the gateway serves on", "[grpc-reflection]") {
+  reflecting_library server({});
+  auto cfg = reflected_config(server.target());
+  cfg["routes"][0]["sections"][0]["required"] = false;
+  cfg["routes"][0]["sections"][0]["fallback"] = json::object();
+  running_gateway gw(cfg);
+  const auto started = std::chrono::steady_clock::now();
+  auto r = gw.get("/books/1?q=three");
+  REQUIRE(r);
+  CHECK(r->status == 200);
+  CHECK(gather::test::ms_since(started) < 250); // no call made, no wait for one
+  const auto body = json::parse(r->body);
+  CHECK(body["sections"]["meta"]["status"] == "error");
+  CHECK(body["sections"]["related"]["status"] == "error");
+  CHECK(source_of(gw, server.target()).api().empty());
+  CHECK(source_of(gw, server.target()).version() == 0);
+}
