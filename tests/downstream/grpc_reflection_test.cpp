@@ -167,3 +167,46 @@ TEST_CASE("grpc reflection: a server without reflection ends the sections error 
   CHECK(source_of(gw, server.target()).api().empty());
   CHECK(source_of(gw, server.target()).version() == 0);
 }
+
+TEST_CASE("grpc reflection: Debian's own grpc++ reflection service (v1alpha)", "[grpc-reflection]") {
+  // Built beside the gather binary (tests/CMakeLists.txt).
+  const std::string binary = GATHER_BINARY;
+  gather::test::child_process server(binary.substr(0, binary.rfind('/')) + "/gather_test_grpcpp_server", {});
+  auto line = server.wait_for_line("port ");
+  REQUIRE(line);
+  const std::string target = "http://127.0.0.1:" + line->substr(line->find(' ') + 1);
+  auto cfg = gather::test::route_config_json(
+      "/books/{isbn}", {reflected_section("meta", target, "GetBook", {{"isbn", "{isbn}"}}, {{"required", true}})}, 800);
+  running_gateway gw(cfg);
+  auto r = gw.get("/books/978-7");
+  REQUIRE(r);
+  REQUIRE(r->status == 200);
+  const auto meta = json::parse(r->body)["data"]["meta"];
+  CHECK(meta["title"] == "grpc++");
+  CHECK(meta["format"] == "EBOOK");
+  CHECK(meta["stock"] == 0); // defaults printed: the whole type came by reflection
+  CHECK(source_of(gw, target).api() == "v1alpha");
+}
+
+TEST_CASE("grpc reflection: the two messages on the wire", "[grpc-reflection][unit]") {
+  namespace rw = gather::reflection_wire;
+  // file_containing_symbol is field 4, file_by_filename field 3 (both length-delimited).
+  CHECK(rw::symbol_request("a.B") == std::string("\x22\x03" "a.B"));
+  CHECK(rw::file_request("x.proto") == std::string("\x1a\x07" "x.proto"));
+  rw::response files;
+  // valid_host "h", then file_descriptor_response{file_descriptor_proto: "ab", "c"}.
+  REQUIRE(rw::parse_response(std::string("\x0a\x01h\x22\x07\x0a\x02" "ab\x0a\x01" "c", 12), files));
+  CHECK(files.files == std::vector<std::string>{"ab", "c"});
+  CHECK_FALSE(files.is_error);
+  rw::response error;
+  // error_response{error_code: 5, error_message: "no"}.
+  REQUIRE(rw::parse_response(std::string("\x3a\x06\x08\x05\x12\x02no", 8), error));
+  CHECK(error.is_error);
+  CHECK(error.error_code == 5);
+  CHECK(error.error_message == "no");
+  rw::response bad;
+  CHECK_FALSE(rw::parse_response("", bad));                                      // neither answer
+  CHECK_FALSE(rw::parse_response(std::string("\x22\x09\x0a\x02", 4), bad));      // cut short
+  CHECK_FALSE(rw::parse_response("<html>", bad));                                // not protobuf
+  CHECK_FALSE(rw::parse_response(std::string("\x22\xff\xff\xff\xff\x0f", 6), bad)); // a length past the end
+}
