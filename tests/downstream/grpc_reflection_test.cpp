@@ -95,6 +95,17 @@ TEST_CASE("grpc reflection: v1 at start, no descriptor of the gateway's own", "[
   CHECK(source_of(gw, server.target()).api() == "v1");
 }
 
+TEST_CASE("grpc reflection: an import that did not come with the file is asked for by name", "[grpc-reflection]") {
+  reflecting_library server({"v1", "lean"});
+  running_gateway gw(reflected_config(server.target()));
+  CHECK(server.event("\"reflection\"")["asked"] == "linkd.v3.Library");
+  CHECK(server.event("\"reflection\"")["asked"] == "linkd/v3/extra.proto");
+  auto r = gw.get("/books/1?q=three");
+  REQUIRE(r);
+  REQUIRE(r->status == 200);
+  CHECK(json::parse(r->body)["data"]["meta"]["isbn"] == "1");
+}
+
 TEST_CASE("grpc reflection: a server that speaks only v1alpha is asked again in v1alpha", "[grpc-reflection]") {
   reflecting_library server({"v1alpha"});
   running_gateway gw(reflected_config(server.target()));

@@ -10,6 +10,8 @@ file_by_filename, the files of the set; Debian has no grpcio-reflection, so it i
 on the same descriptor machinery). GetBookAgain (a GetBook by another name) is served all along,
 but reflection names it only after SIGUSR1 ("a method added after start"), which prints
 {"event": "added"}. Each reflection request prints {"event": "reflection", "api": v, "asked": s}.
+REFLECTION "lean": library.proto also imports linkd/v3/extra.proto (an empty file), and an answer
+holds only the file asked for, not its imports: the client must ask for extra.proto by name.
 
 Prints "port N" once it listens on 127.0.0.1:N, then one JSON line per thing a test waits for:
   {"event": "call", "method": ..., "request": {...}, "metadata": {...}, "timeout": seconds|null}
@@ -85,8 +87,14 @@ def reflection_types(package):
 class reflected_files:
     """The files reflection answers with: the set's, with GetBookAgain once added."""
 
-    def __init__(self, files):
+    def __init__(self, files, lean):
         self.files = {f.name: f for f in files.file}
+        self.lean = lean
+        if lean:
+            extra = descriptor_pb2.FileDescriptorProto(name="linkd/v3/extra.proto", package="linkd.v3",
+                                                       syntax="proto3")
+            self.files[extra.name] = extra
+            self.files["linkd/v3/library.proto"].dependency.append(extra.name)
         self.build()
 
     def add_method(self):
@@ -118,6 +126,8 @@ class reflected_files:
         return done
 
     def with_dependencies(self, name):
+        if self.lean:
+            return [self.files[name].SerializeToString()]
         out, todo = [], [name]
         while todo:
             n = todo.pop()
@@ -150,7 +160,8 @@ def emit(**event):
 
 def main():
     files, Book, GetBookRequest, SearchBooksRequest = load_types(sys.argv[1])
-    reflected = reflected_files(files)
+    apis = [api for api in sys.argv[2:] if api != "lean"]
+    reflected = reflected_files(files, "lean" in sys.argv[2:])
     flaky_calls = {}
 
     def book(isbn, n=0):
@@ -242,7 +253,7 @@ def main():
         server = grpc.aio.server()
         server.add_generic_rpc_handlers(
             (grpc.method_handlers_generic_handler("linkd.v3.Library", handlers),) +
-            tuple(reflection_handler(api) for api in sys.argv[2:]))
+            tuple(reflection_handler(api) for api in apis))
         asyncio.get_running_loop().add_signal_handler(signal.SIGUSR1, added)
         port = server.add_insecure_port("127.0.0.1:0")
         await server.start()
