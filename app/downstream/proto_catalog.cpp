@@ -123,6 +123,15 @@ public:
       files_.emplace(proto.name(), file_entry{proto, origin});
   }
 
+  /// Every file added (after build(): with the well-known ones it took from libprotobuf).
+  std::vector<pb::FileDescriptorProto> files() const {
+    std::vector<pb::FileDescriptorProto> out;
+    out.reserve(files_.size());
+    for (const auto& [name, entry] : files_)
+      out.push_back(entry.proto);
+    return out;
+  }
+
   /// The pool of every file added; null when a file could not be built (problems reported).
   std::unique_ptr<pb::DescriptorPool> build() {
     auto pool = std::make_unique<pb::DescriptorPool>();
@@ -262,9 +271,14 @@ proto_catalog_result build_proto_catalog(const config& cfg,
                                          const std::vector<pb::FileDescriptorProto>* reflected) {
   proto_catalog_result result;
   catalog_builder builder(result.problems);
-  for (std::size_t i = 0; i < cfg.protos.descriptor_sets.size(); ++i)
-    builder.add_set(cfg.protos.descriptor_sets[i], "protos.descriptor_sets[" + std::to_string(i) + "]");
-  builder.add_sources(cfg.protos, "protos");
+  if (reflected && cfg.descriptors) {
+    for (const auto& file : cfg.descriptors->files)
+      builder.add_reflected(file, "protos");
+  } else {
+    for (std::size_t i = 0; i < cfg.protos.descriptor_sets.size(); ++i)
+      builder.add_set(cfg.protos.descriptor_sets[i], "protos.descriptor_sets[" + std::to_string(i) + "]");
+    builder.add_sources(cfg.protos, "protos");
+  }
   if (reflected)
     for (const auto& file : *reflected)
       builder.add_reflected(file, "reflection");
@@ -272,6 +286,7 @@ proto_catalog_result build_proto_catalog(const config& cfg,
   catalog->pool = builder.build();
   if (!catalog->pool || !result.problems.empty())
     return result;
+  catalog->files = builder.files();
   catalog->resolver.reset(pb::util::NewTypeResolverForDescriptorPool(type_url_prefix, catalog->pool.get()));
   catalog->factory = std::make_unique<pb::DynamicMessageFactory>(catalog->pool.get());
   for (std::size_t r = 0; r < cfg.routes.size(); ++r) {

@@ -221,3 +221,28 @@ TEST_CASE("grpc reflection: the two messages on the wire", "[grpc-reflection][un
   CHECK_FALSE(rw::parse_response("<html>", bad));                                // not protobuf
   CHECK_FALSE(rw::parse_response(std::string("\x22\xff\xff\xff\xff\x0f", 6), bad)); // a length past the end
 }
+
+TEST_CASE("grpc reflection: a batch's method, and a reflected method no section can call", "[grpc-reflection][batch]") {
+  reflecting_library server({"v1"});
+  json batch = {{"timeout_ms", 300}, {"fields", {"isbn"}},
+                {"grpc", {{"target", server.target()}, {"method", "linkd.v3.Library/GetBook"},
+                          {"message", {{"isbn", "{item}"}}}, {"reflection", true}}}};
+  auto cfg = gather::test::batch_route_config_json("/books", batch);
+  // AddBooks is client streaming: check cannot know it, the server's answer tells.
+  auto page = gather::test::route_config_json(
+      "/adds/{isbn}", {reflected_section("adds", server.target(), "AddBooks", json::object(),
+                                         {{"fallback", json::object()}})}, 800);
+  cfg["routes"].push_back(page["routes"][0]);
+  running_gateway gw(cfg);
+  auto r = gw.post("/books", R"({"items": ["978-1", 7]})");
+  REQUIRE(r);
+  REQUIRE(r->status == 200);
+  const auto results = json::parse(r->body)["results"];
+  REQUIRE(results.size() == 2);
+  CHECK(results[0]["data"] == json{{"isbn", "978-1"}});
+  CHECK(results[1]["data"] == json{{"isbn", "7"}});
+  r = gw.get("/adds/1");
+  REQUIRE(r);
+  CHECK(r->status == 200);
+  CHECK(json::parse(r->body)["sections"]["adds"]["status"] == "error"); // no call made
+}

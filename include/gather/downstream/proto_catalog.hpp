@@ -45,6 +45,9 @@ struct proto_catalog {
   std::vector<std::vector<std::optional<grpc_method_plan>>> sections;
   /// [route]: the plan of a batch route's gRPC call, as for sections.
   std::vector<std::optional<grpc_method_plan>> batches;
+  /// Every file of the pool: a catalog built again with what reflection gave starts from these,
+  /// never from the disk (the files are read at start and on reload only).
+  std::vector<google::protobuf::FileDescriptorProto> files;
 
   proto_catalog();
   ~proto_catalog();
@@ -63,7 +66,8 @@ struct proto_catalog_result {
 /// for a target with `"reflection": true`. Never connects anywhere.
 ///
 /// `reflected`: files the targets' server reflection gave (grpc_reflection.hpp), added after
-/// `protos`' own (a name already given is taken from there). With them, a plan that cannot be
+/// `protos`' own, taken from `cfg.descriptors` as built then (a name already given is taken from
+/// there). With them, a plan that cannot be
 /// made (a reflected method whose input type lacks a `message` key) is a problem that leaves the
 /// section without a plan rather than the catalog unbuilt: `value` is set unless a file fails.
 proto_catalog_result build_proto_catalog(
