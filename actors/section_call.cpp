@@ -47,6 +47,7 @@ section_call make_section_call(const section_config& section, std::size_t route,
     call.cache_key = cache_key(serving.cache_scopes[route][index], work.url, forwarded);
     call.cache_ttl = section.cache_ttl;
     call.stale_ttl = section.stale_ttl;
+    call.cache_shared = section.cache_shared && serving.store;
   }
   return call;
 }

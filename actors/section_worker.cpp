@@ -412,6 +412,10 @@ caf::behavior section_worker(caf::stateful_actor<section_worker_state>* self, ca
       call_ended(self, seq, std::move(verdict));
     },
     [self](retry_atom) { execute(self); },
+    [self](shared_atom, std::int32_t what, std::string& data, std::int64_t fresh_ms) {
+      shared_found(self, what, data, fresh_ms);
+    },
+    [self](poll_atom) { shared_poll(self); },
     [self](hedge_atom, std::uint32_t attempt) { on_hedge(self, attempt); },
     [self](attempt_atom, std::size_t) { count_attempt(self, self->state.attempts > 0); }, // from the node
   };

@@ -38,6 +38,7 @@ void finish_flight(worker_ptr self, section_outcome outcome) {
   const auto ttl = static_cast<std::int64_t>(st.call.cache_ttl.count());
   const auto stale = static_cast<std::int64_t>(st.call.stale_ttl.count());
   if (outcome.status == section_status::ok) {
+    shared_store_entry(self, outcome.data);
     self->send(shard, store_atom::value, st.call.cache_key, outcome.status, outcome.data,
                outcome.attempts, outcome.last_http, ttl, stale);
     return reply(self, std::move(outcome));
@@ -46,10 +47,14 @@ void finish_flight(worker_ptr self, section_outcome outcome) {
                 std::string{}, outcome.attempts, outcome.last_http, ttl, stale)
     .then(
       [self, outcome](std::string& stale_data) mutable {
-        use_stale(self, outcome, std::move(stale_data));
+        // The gateway's own stale entry, else the shared store's.
+        use_stale(self, outcome, stale_data.empty() ? std::move(self->state.shared_stale) : std::move(stale_data));
         reply(self, std::move(outcome));
       },
-      [self, outcome](caf::error&) mutable { reply(self, std::move(outcome)); });
+      [self, outcome](caf::error&) mutable {
+        use_stale(self, outcome, std::move(self->state.shared_stale));
+        reply(self, std::move(outcome));
+      });
 }
 
 /// Cached sections ask the cache first: a hit or a joined flight needs no call of its own.
@@ -63,6 +68,8 @@ void look_up(worker_ptr self) {
         switch (answer.what) {
           case cache_answer::kind::lead:
             count_cache(self, cache_event::miss);
+            if (shared_cache_on(self->state))
+              return shared_look_up(self);
             return execute(self);
           case cache_answer::kind::hit:
             count_cache(self, cache_event::hit);

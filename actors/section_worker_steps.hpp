@@ -28,6 +28,15 @@ void circuit_record(worker_ptr self, bool failed);
 void look_up(worker_ptr self);
 void finish_flight(worker_ptr self, section_outcome outcome);
 
+// section_worker_shared.cpp
+/// The section keeps its entries in the shared store and the store is up.
+bool shared_cache_on(const section_worker_state& st);
+/// After a miss in the gateway's own cache: the shared store's entry, its lock, or a wait.
+void shared_look_up(worker_ptr self);
+void shared_found(worker_ptr self, std::int32_t what, std::string& data, std::int64_t fresh_ms);
+void shared_poll(worker_ptr self);
+/// A call's ok data, stored in the shared store when this worker took (or gave up on) the lock.
+void shared_store_entry(worker_ptr self, const std::string& data);
 // section_worker_remote.cpp
 void run_remote(worker_ptr self, std::size_t node, caf::actor actor, concurrency_limit::slot slot);
 void node_failed(worker_ptr self, const std::string& why);

@@ -38,7 +38,8 @@ millis longest_deadline_of(const config& cfg) {
 } // namespace
 
 serving_config::serving_config(config c, std::uint64_t n, metrics::registry& series,
-                               std::shared_ptr<const admission_gates> g, reflection_registry* reflection)
+                               std::shared_ptr<const admission_gates> g, reflection_registry* reflection,
+                               std::shared_ptr<shared_store> s)
   : cfg(std::move(c)),
     number(n),
     counters(cfg, series),
@@ -48,7 +49,8 @@ serving_config::serving_config(config c, std::uint64_t n, metrics::registry& ser
     deadline_header_lower(lower(cfg.deadline_header)),
     gates(std::move(g)),
     reflected(reflection && has_reflection(cfg) ? std::make_unique<const live_catalog>(cfg, *reflection)
-                                                : nullptr) {
+                                                : nullptr),
+    store(std::move(s)) {
 }
 
 serving_config::~serving_config() = default;

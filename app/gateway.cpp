@@ -83,9 +83,9 @@ std::shared_ptr<const serving_config> generation_of(config cfg, std::uint64_t nu
   // demo, a test) gets them here.
   if (const auto problems = attach_proto_catalog(cfg); !problems.empty())
     throw std::runtime_error(problems.front());
-  auto gates = make_admission_gates(cfg, &keys, std::move(store));
+  auto gates = make_admission_gates(cfg, &keys, store);
   return std::make_shared<const serving_config>(std::move(cfg), number, series, std::move(gates),
-                                                &reflection);
+                                                &reflection, std::move(store));
 }
 
 /// The store of `cfg.shared` (docs/shared.md), null without one. Reads the password file and

@@ -123,12 +123,8 @@ section_config read_section(const object_reader& section, std::size_t index,
   if (out.stale_ttl.count() > 0 && out.cache_ttl.count() == 0)
     section.problem("stale_ttl_ms", "needs cache_ttl_ms: only cached data can be served stale");
   section.read_bool("cache_shared", out.cache_shared);
-  if (out.cache_shared) {
-    // Refused rather than ignored until the shared cache is built (docs/shared.md).
-    section.problem("cache_shared", "true is not supported yet (the shared section cache is not built): "
-                                    "leave it out or false");
-    out.cache_shared = false;
-  }
+  if (out.cache_shared && out.cache_ttl.count() == 0)
+    section.problem("cache_shared", "needs cache_ttl_ms: only cached data is shared");
   out.fields = read_fields(section);
   out.forward_headers = read_forward_headers(section);
   read_resilience(section, out);

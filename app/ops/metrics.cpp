@@ -11,8 +11,8 @@ constexpr int lowest_status = 100;
 constexpr int highest_status = 599;
 constexpr std::size_t status_count = 5;  // section_status values
 constexpr std::size_t source_count = 4;  // data_source values
-constexpr std::size_t cache_event_count = 4;
-const char* const cache_event_names[cache_event_count] = {"hit", "miss", "coalesced", "stale"};
+constexpr std::size_t cache_event_count = 6;
+const char* const cache_event_names[cache_event_count] = {"hit", "miss", "coalesced", "stale", "shared_hit", "shared_wait"};
 const char* const hedge_results[2] = {"won", "lost"};
 const char* const reject_reasons[2] = {"max_concurrent", "circuit_open"}; ///< by reject_reason
 const char* const circuit_targets[3] = {"open", "half_open", "closed"};  ///< transitions' slots
@@ -280,13 +280,16 @@ std::string metrics::exposition(const process_figures& process) const {
         if (const auto n = r->sections[s]->grpc_calls[c].load(std::memory_order_relaxed))
           sample(out, "gather_grpc_calls_total",
                  r->section_labels[s] + ",code=\"" + grpc::code_name(static_cast<int>(c)) + "\"", n);
-  header(out, "gather_cache_events_total", "counter", "Section cache lookups: hit, miss, coalesced, stale.");
+  header(out, "gather_cache_events_total", "counter", "Section cache lookups: hit, miss, coalesced, stale (shared_hit, shared_wait: the shared store).");
   for (const auto& r : all)
     for (std::size_t s = 0; s < r->sections.size(); ++s)
-      for (std::size_t e = 0; e < cache_event_count; ++e)
-        sample(out, "gather_cache_events_total",
-               r->section_labels[s] + ",event=\"" + cache_event_names[e] + "\"",
-               r->sections[s]->cache[e].load(std::memory_order_relaxed));
+      for (std::size_t e = 0; e < cache_event_count; ++e) {
+        const auto n = r->sections[s]->cache[e].load(std::memory_order_relaxed);
+        // The shared store's events only where they happen (sections with cache_shared).
+        if (n != 0 || e < static_cast<std::size_t>(cache_event::shared_hit))
+          sample(out, "gather_cache_events_total",
+                 r->section_labels[s] + ",event=\"" + cache_event_names[e] + "\"", n);
+      }
 
   // docs/security.md: who came in. Only routes that counted some (routes without auth or
   // rate_limit never do).

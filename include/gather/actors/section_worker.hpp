@@ -40,6 +40,7 @@ struct section_call {
   std::string cache_key;
   millis cache_ttl{0};
   millis stale_ttl{0};
+  bool cache_shared = false; ///< entries kept in the shared store too (docs/shared.md)
   /// The route section's bulkhead, circuit, latencies and retry budget. Null for a node's call:
   /// it is no route section of the node's; the gateway that sent it guards and counts it.
   section_guard* guard = nullptr;
@@ -88,6 +89,11 @@ struct section_worker_state {
   std::int32_t attempts = 0;
   steady_time started;
   std::uint32_t sent = 0;          ///< work sent to nodes so far: tells a stale answer from the current one
+  // A cache_shared section's way through the shared store (section_worker_shared.cpp):
+  int shared_phase = 0;        ///< 0 not asked, 1 looked up, 2 waiting for another gateway's entry
+  bool shared_leader = false;  ///< its call's entry goes to the store
+  std::string shared_token;    ///< the lock's value, when it took the lock
+  std::string shared_stale;    ///< a stale entry from the store, shown if the call fails
 
   static inline const char* name = "section_worker";
 };

@@ -35,6 +35,7 @@ struct admission_gates;
 class live_catalog;
 class reflection_registry;
 struct proto_catalog;
+class shared_store;
 
 struct serving_config {
   /// `cfg` must be valid (load_config accepted it); `series` must outlive the generation;
@@ -43,7 +44,8 @@ struct serving_config {
   /// targets have `"reflection": true`; must outlive the generation.
   serving_config(config cfg, std::uint64_t number, metrics::registry& series,
                  std::shared_ptr<const admission_gates> gates = nullptr,
-                 reflection_registry* reflection = nullptr);
+                 reflection_registry* reflection = nullptr,
+                 std::shared_ptr<shared_store> store = nullptr);
   ~serving_config();
   serving_config(const serving_config&) = delete;
   serving_config& operator=(const serving_config&) = delete;
@@ -76,6 +78,9 @@ struct serving_config {
   /// A request named `call`'s method and no descriptor has it: its target is asked again
   /// (at most once per 10 s), nothing waits.
   void unknown_method(const grpc_call_config& call) const;
+  /// The shared store (docs/shared.md) of this generation's `shared`: `cache_shared` sections
+  /// keep their entries there too. Null without one.
+  const std::shared_ptr<shared_store> store;
 
   /// The header that tells a downstream how long it has (docs/resilience.md); empty: none.
   const std::string& deadline_header() const { return cfg.deadline_header; }

@@ -42,7 +42,7 @@ private:
   std::atomic<std::uint64_t> count_{0};
 };
 
-enum class cache_event : std::uint8_t { hit, miss, coalesced, stale };
+enum class cache_event : std::uint8_t { hit, miss, coalesced, stale, shared_hit, shared_wait };
 /// What a route's bearer-token check found (docs/security.md): gather_auth_total's `result`.
 enum class auth_result : std::uint8_t { ok, missing, invalid, expired, forbidden };
 /// Why a section was `rejected` with no call made (docs/resilience.md).

@@ -16,6 +16,8 @@ using store_atom = caf::atom_constant<caf::atom("store")>;       ///< flight lea
 using limits_atom = caf::atom_constant<caf::atom("limits")>;     ///< gateway -> cache: new bounds (reload)
 using hello_atom = caf::atom_constant<caf::atom("hello")>;       ///< gateway <-> node: protocol versions
 using gate_atom = caf::atom_constant<caf::atom("gate")>;         ///< start gate -> coordinator: decided
+using shared_atom = caf::atom_constant<caf::atom("shared")>;     ///< shared store -> worker: what it found
+using poll_atom = caf::atom_constant<caf::atom("poll")>;         ///< worker -> itself: look in the store again
 using work_atom = caf::atom_constant<caf::atom("work")>;         ///< gateway worker -> node: a section_work
 
 } // namespace gather

@@ -1,0 +1,194 @@
+// The shared section cache (`cache_shared`, docs/shared.md) across real `gather serve` processes
+// and a real redis-server: one downstream call per key across the gateways, an entry read from
+// the store is `source: cache`, stale-if-error from the store, and a value in the store that is
+// not an entry is a miss that is replaced.
+#include <catch2/catch.hpp>
+
+#include <atomic>
+#include <thread>
+#include <vector>
+
+#include "shared/shared_test_support.hpp"
+#include "support/redis_server.hpp"
+
+using namespace gather::test;
+using nlohmann::json;
+
+namespace {
+
+/// A gateway with one route /c whose one required section "s" on `down` is cached (and shared).
+json cached_gateway_config(const test_server& down, const redis_server& redis, json section_extra) {
+  json section = {{"name", "s"}, {"url", down.base_url() + "/s"}, {"timeout_ms", 1000},
+                  {"required", true}, {"cache_ttl_ms", 2000}, {"cache_shared", true}};
+  for (auto& [key, value] : section_extra.items())
+    section[key] = value;
+  return {{"listen", "127.0.0.1:0"},
+          {"shared", {{"redis", redis.url()}, {"timeout_ms", 200}}},
+          {"routes", {{{"path", "/c"}, {"deadline_ms", 3000}, {"sections", {section}}}}}};
+}
+
+/// GET /c on `gw`: the status and the section's data and source.
+struct cache_read {
+  int status = -1;
+  json data;
+  std::string source;
+};
+cache_read read_c(served_gateway& gw) {
+  httplib::Client client("127.0.0.1", gw.port);
+  const auto r = client.Get("/c");
+  cache_read out;
+  if (!r)
+    return out;
+  out.status = r->status;
+  const auto body = json::parse(r->body, nullptr, false);
+  if (body.is_object() && body.contains("data") && body["data"].contains("s")) {
+    out.data = body["data"]["s"];
+    out.source = body["sections"]["s"].value("source", "");
+  }
+  return out;
+}
+
+/// An entry's key (its lock's key is the same with ":lock").
+const std::string entry_pattern = "gather:cache:" + std::string(32, '?');
+
+long cache_event(served_gateway& gw, const char* event) {
+  return gw.metric(std::string(R"(gather_cache_events_total{route="/c",section="s",event=")") + event + "\"}");
+}
+
+} // namespace
+
+TEST_CASE("shared cache: three gateways call the downstream once per key", "[shared][cache]") {
+  test_server down;
+  std::atomic<int> calls{0};
+  down.get("/s", [&](const httplib::Request&, httplib::Response& res) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300)); // long enough for all to miss at once
+    answer_json(res, {{"n", ++calls}});
+  });
+  down.start();
+  redis_server redis;
+  const json cfg = cached_gateway_config(down, redis, json::object());
+  std::vector<std::unique_ptr<served_gateway>> gateways;
+  for (int i = 0; i < 3; ++i)
+    gateways.push_back(std::make_unique<served_gateway>(cfg));
+  for (auto& gw : gateways)
+    REQUIRE(eventually([&] { return gw->shared_up() == true; }));
+
+  // All three miss at once: one takes the lock and calls, the other two wait for its entry.
+  std::vector<cache_read> reads(3);
+  std::vector<std::thread> clients;
+  for (int i = 0; i < 3; ++i)
+    clients.emplace_back([&, i] { reads[i] = read_c(*gateways[i]); });
+  for (auto& t : clients)
+    t.join();
+  CHECK(calls == 1);
+  for (const auto& r : reads) {
+    CHECK(r.status == 200);
+    CHECK(r.data == json{{"n", 1}});
+  }
+  long waits = 0, shared_hits = 0;
+  for (auto& gw : gateways) {
+    waits += std::max(0L, cache_event(*gw, "shared_wait"));
+    shared_hits += std::max(0L, cache_event(*gw, "shared_hit"));
+  }
+  CHECK(waits == 2);
+  CHECK(shared_hits == 2);
+  // A fourth gateway, started later, finds the entry in the store: source cache, no call.
+  served_gateway late(cfg);
+  REQUIRE(eventually([&] { return late.shared_up() == true; }));
+  const auto r = read_c(late);
+  CHECK(r.status == 200);
+  CHECK(r.data == json{{"n", 1}});
+  CHECK(r.source == "cache");
+  CHECK(calls == 1);
+  CHECK(cache_event(late, "shared_hit") == 1);
+  // Stored under the key's hash, with the store's TTL of its life.
+  const std::string key = redis.cli({"KEYS", entry_pattern});
+  REQUIRE(!key.empty());
+  const long ttl = std::stol(redis.cli({"PTTL", key}));
+  CHECK(ttl > 0);
+  CHECK(ttl <= 2000);
+}
+
+TEST_CASE("shared cache: a value in the store that is not an entry is a miss and is replaced", "[shared][cache]") {
+  test_server down;
+  std::atomic<int> calls{0};
+  down.get("/s", [&](const httplib::Request&, httplib::Response& res) { answer_json(res, {{"n", ++calls}}); });
+  down.start();
+  redis_server redis;
+  const json cfg = cached_gateway_config(down, redis, json::object());
+  {
+    served_gateway first(cfg);
+    REQUIRE(eventually([&] { return first.shared_up() == true; }));
+    CHECK(read_c(first).data == json{{"n", 1}});
+  }
+  REQUIRE(eventually([&] { return !redis.cli({"KEYS", entry_pattern}).empty(); }));
+  const std::string key = redis.cli({"KEYS", entry_pattern});
+  int expected_calls = 1;
+  for (const std::vector<std::string>& garbage :
+       {std::vector<std::string>{"SET", key, "gather-cache-1\n{not json"},
+        std::vector<std::string>{"SET", key, "{\"n\": 99}"},
+        std::vector<std::string>{"RPUSH", key, "x"}}) {
+    redis.cli({"DEL", key});
+    redis.cli(garbage);
+    redis.cli({"PEXPIRE", key, "60000"});
+    served_gateway fresh(cfg); // its own cache is empty: it asks the store
+    REQUIRE(eventually([&] { return fresh.shared_up() == true; }));
+    const auto r = read_c(fresh);
+    ++expected_calls;
+    CHECK(r.status == 200);
+    CHECK(r.data == json{{"n", expected_calls}});
+    CHECK(r.source == "live");
+    CHECK(calls == expected_calls);
+    // Replaced by the call's entry.
+    REQUIRE(eventually([&] { return redis.cli({"TYPE", key}) == "string"; }));
+    const std::string stored = redis.cli({"GET", key});
+    INFO("key " << key << " holds " << stored);
+    CHECK(stored.find("\"n\":" + std::to_string(expected_calls)) != std::string::npos);
+  }
+}
+
+TEST_CASE("shared cache: a failed call shows the store's stale entry", "[shared][cache]") {
+  test_server down;
+  std::atomic<bool> failing{false};
+  down.get("/s", [&](const httplib::Request&, httplib::Response& res) {
+    if (failing) {
+      res.status = 500;
+      return;
+    }
+    answer_json(res, {{"fresh", true}});
+  });
+  down.start();
+  redis_server redis;
+  // Optional: a required section that fails fails the request, stale data or not.
+  const json cfg = cached_gateway_config(down, redis, {{"cache_ttl_ms", 200}, {"stale_ttl_ms", 60000},
+                                                       {"required", false}, {"fallback", {{"fresh", false}}}});
+  {
+    served_gateway first(cfg);
+    REQUIRE(eventually([&] { return first.shared_up() == true; }));
+    CHECK(read_c(first).source == "live");
+  }
+  failing = true;
+  std::this_thread::sleep_for(std::chrono::milliseconds(300)); // the entry's life passes (its TTL is what is tested)
+  served_gateway second(cfg); // never saw the entry: only the store has it
+  REQUIRE(eventually([&] { return second.shared_up() == true; }));
+  const auto r = read_c(second);
+  CHECK(r.status == 200);
+  CHECK(r.source == "stale");
+  CHECK(r.data == json{{"fresh", true}});
+}
+
+TEST_CASE("shared cache: a store that is down leaves each gateway its own cache", "[shared][cache]") {
+  test_server down;
+  std::atomic<int> calls{0};
+  down.get("/s", [&](const httplib::Request&, httplib::Response& res) { answer_json(res, {{"n", ++calls}}); });
+  down.start();
+  redis_server redis;
+  const json cfg = cached_gateway_config(down, redis, json::object());
+  served_gateway gw(cfg);
+  REQUIRE(eventually([&] { return gw.shared_up() == true; }));
+  redis.kill();
+  REQUIRE(eventually([&] { return gw.shared_up() == false; }));
+  CHECK(read_c(gw).source == "live");
+  CHECK(read_c(gw).source == "cache");
+  CHECK(calls == 1);
+}
