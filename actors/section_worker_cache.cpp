@@ -37,8 +37,8 @@ void finish_flight(worker_ptr self, section_outcome outcome) {
   const auto& shard = st.services->cache.shard_for(st.call.cache_key);
   const auto ttl = static_cast<std::int64_t>(st.call.cache_ttl.count());
   const auto stale = static_cast<std::int64_t>(st.call.stale_ttl.count());
+  shared_call_ended(self, outcome);
   if (outcome.status == section_status::ok) {
-    shared_store_entry(self, outcome.data);
     self->send(shard, store_atom::value, st.call.cache_key, outcome.status, outcome.data,
                outcome.attempts, outcome.last_http, ttl, stale);
     return reply(self, std::move(outcome));

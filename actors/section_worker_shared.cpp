@@ -2,12 +2,15 @@
 // own cache, its flight's leader looks in the shared store; on a miss there too, one call is
 // made across all gateways: the first takes a lock in the store (expiring with the section's
 // timeout) and calls, the others wait for its entry while a call of their own would still fit
-// before the request's deadline, then call themselves. Whatever goes wrong with the store ends
-// in an ordinary call: the store only ever saves calls.
+// before the request's deadline, then call themselves. The look and the lock are one script,
+// one round trip. Whatever goes wrong with the store ends in an ordinary call: the store only
+// ever saves calls.
 //
 // An entry is "gather-cache-1\n" and the section's data (JSON); the store's TTL is its life plus
 // stale_ttl_ms, so an entry whose TTL is at most stale_ttl_ms is stale (stale-if-error only).
 // A value that is not such an entry is a miss, and the next call's entry replaces it.
+// The lock holder lets go of the lock when its call ends, ok or not: after a failed call the
+// next gateway to look takes the lock and calls (one call at a time across the gateways).
 #include <caf/all.hpp>
 #include <nlohmann/json.hpp>
 
@@ -23,14 +26,22 @@ namespace gather::worker_steps {
 namespace {
 
 constexpr std::string_view entry_magic = "gather-cache-1\n";
-/// How often a waiting gateway looks for the lock holder's entry.
+/// How often a waiting gateway looks for the lock holder's entry: a wait ends at most this late
+/// after the entry arrives, for one small script per waiting request per pace.
 constexpr millis poll_every{10};
 
-/// The value and its remaining TTL in ms, in one round trip ({"", -2}: none, or another type).
-constexpr const char* get_script = R"lua(
+/// The look and the lock in one round trip. KEYS: the entry, its lock; ARGV: stale_ttl_ms, this
+/// worker's token, the lock's life (ms). Answers {value, its PTTL, 1 if this worker now holds
+/// the lock}. A fresh entry (the magic, and more life left than its stale window) takes no
+/// lock; a value of another type reads as "" (a miss that the call's SET replaces).
+constexpr const char* look_script = R"lua(
 local v = redis.pcall('GET', KEYS[1])
-if type(v) ~= 'string' then return {'', -2} end
-return {v, redis.call('PTTL', KEYS[1])}
+if type(v) ~= 'string' then v = '' end
+local ttl = redis.call('PTTL', KEYS[1])
+if string.sub(v, 1, 15) == 'gather-cache-1\n' and ttl > tonumber(ARGV[1]) then return {v, ttl, 0} end
+local lock = redis.call('SET', KEYS[2], ARGV[2], 'NX', 'PX', ARGV[3])
+if lock then return {v, ttl, 1} end
+return {v, ttl, 0}
 )lua";
 
 /// Lets go of the lock only if it is still ours.
@@ -40,7 +51,13 @@ return 0
 )lua";
 
 /// What the store said, as the worker's message carries it.
-enum class found : std::int32_t { fresh, stale, miss, failed, locked, lock_held };
+enum class found : std::int32_t {
+  fresh,   ///< a valid entry within its life: a hit
+  invalid, ///< a value with the magic and life left that is not JSON: call, and replace it
+  locked,  ///< no fresh entry, and this worker took the lock: call
+  held,    ///< no fresh entry, and another gateway holds the lock: wait for its entry
+  failed   ///< the store did not answer as asked: call
+};
 
 std::string entry_key(const section_worker_state& st) {
   return st.serving->store->cfg().prefix + "cache:" + store_key_hash(st.call.cache_key);
@@ -51,64 +68,61 @@ void count(worker_ptr self, cache_event event) {
   st.serving->counters.cache(st.call.route, st.call.index, event);
 }
 
-/// The lookup: the entry's state reaches the worker as a message.
+/// The look (and the lock, when no fresh entry is there): the answer reaches the worker as a
+/// message; a stale entry comes with it (shown if the call fails).
 void ask_entry(worker_ptr self) {
   auto& st = self->state;
   const auto stale_ms = st.call.stale_ttl.count();
+  const auto key = entry_key(st);
   auto me = caf::actor_cast<caf::actor>(self);
   st.serving->store->call(
-      store_op::get, {"EVAL", get_script, "1", entry_key(st)},
+      store_op::get,
+      {"EVAL", look_script, "2", key, key + ":lock", std::to_string(stale_ms), st.shared_token,
+       std::to_string(st.call.work.timeout_ms)},
       [me, stale_ms](store_result result, const resp_value& value) {
+        const auto tell = [&me](found what, std::string data) {
+          caf::anon_send(me, shared_atom::value, static_cast<std::int32_t>(what), std::move(data), std::int64_t{0});
+        };
         if (result != store_result::ok) {
-          caf::anon_send(me, shared_atom::value, static_cast<std::int32_t>(found::failed), std::string{},
-                         std::int64_t{0});
+          tell(found::failed, {});
           return true;
         }
-        if (!value.is_array() || value.items.size() != 2 || !value.items[0].is_string() ||
-            !value.items[1].is_integer()) {
-          caf::anon_send(me, shared_atom::value, static_cast<std::int32_t>(found::failed), std::string{},
-                         std::int64_t{0});
+        if (!value.is_array() || value.items.size() != 3 || !value.items[0].is_string() ||
+            !value.items[1].is_integer() || !value.items[2].is_integer()) {
+          tell(found::failed, {});
           return false; // not what was asked for: a store error
         }
         const auto& text = value.items[0].text;
         const auto ttl = value.items[1].integer;
-        const bool valid = ttl > 0 && text.compare(0, entry_magic.size(), entry_magic) == 0 &&
-                           nlohmann::json::accept(text.begin() + entry_magic.size(), text.end());
-        const auto what = !valid ? found::miss : ttl > stale_ms ? found::fresh : found::stale;
-        caf::anon_send(me, shared_atom::value, static_cast<std::int32_t>(what),
-                       valid ? text.substr(entry_magic.size()) : std::string{},
-                       static_cast<std::int64_t>(ttl - stale_ms));
+        const bool magic = text.compare(0, entry_magic.size(), entry_magic) == 0;
+        const bool entry = ttl > 0 && magic && nlohmann::json::accept(text.begin() + entry_magic.size(), text.end());
+        std::string data = entry ? text.substr(entry_magic.size()) : std::string{};
+        if (value.items[2].integer == 1) {
+          tell(found::locked, std::move(data)); // data, if any, is stale
+        } else if (magic && ttl > stale_ms) {
+          if (!entry) {
+            tell(found::invalid, {});
+          } else {
+            caf::anon_send(me, shared_atom::value, static_cast<std::int32_t>(found::fresh), std::move(data),
+                           static_cast<std::int64_t>(ttl - stale_ms));
+          }
+        } else {
+          tell(found::held, std::move(data));
+        }
         return true;
       });
 }
 
-/// Asks for the lock: ours (`locked`) or another gateway's (`lock_held`).
-void take_lock(worker_ptr self) {
-  auto& st = self->state;
-  auto me = caf::actor_cast<caf::actor>(self);
-  st.shared_token = std::to_string(reinterpret_cast<std::uintptr_t>(self)) + "-" +
-                    std::to_string(clock::now().time_since_epoch().count());
-  st.serving->store->call(
-      store_op::lock,
-      {"SET", entry_key(st) + ":lock", st.shared_token, "NX", "PX", std::to_string(st.call.work.timeout_ms)},
-      [me](store_result result, const resp_value& value) {
-        const bool ok = result == store_result::ok &&
-                        (value.what == resp_value::type::nil ||
-                         (value.what == resp_value::type::status && value.text == "OK"));
-        const auto what = !ok ? found::failed
-                          : value.what == resp_value::type::nil ? found::lock_held : found::locked;
-        caf::anon_send(me, shared_atom::value, static_cast<std::int32_t>(what), std::string{}, std::int64_t{0});
-        return result != store_result::ok || ok;
-      });
-}
-
-/// A wait for another gateway's entry is worth it while a call of our own still fits after it.
+/// Waiting for another gateway's entry is worth it while a call of our own still fits after the
+/// next look (its pace and, at worst, a look that times out).
 bool may_wait(const section_worker_state& st) {
-  return clock::now() + poll_every + millis(st.call.work.timeout_ms) < st.call.deadline;
+  const auto& store = *st.serving->store;
+  return clock::now() + poll_every + store.cfg().timeout + millis(st.call.work.timeout_ms) < st.call.deadline;
 }
 
+/// A call of this worker's own, whose entry goes to the store (as the lock holder's would have).
 void call_ourselves(worker_ptr self) {
-  self->state.shared_leader = true; // our entry is stored, as the lock holder's would have been
+  self->state.shared_leader = true;
   execute(self);
 }
 
@@ -119,16 +133,24 @@ bool shared_cache_on(const section_worker_state& st) {
 }
 
 void shared_look_up(worker_ptr self) {
-  self->state.shared_phase = 1;
+  auto& st = self->state;
+  st.shared_phase = 1;
+  st.shared_token = std::to_string(reinterpret_cast<std::uintptr_t>(self)) + "-" +
+                    std::to_string(clock::now().time_since_epoch().count());
   ask_entry(self);
 }
 
 void shared_found(worker_ptr self, std::int32_t what_number, std::string& data, std::int64_t fresh_ms) {
   auto& st = self->state;
+  if (st.shared_phase != 1 && st.shared_phase != 2)
+    return; // already calling: a late answer
   const auto what = static_cast<found>(what_number);
+  if (!data.empty() && what != found::fresh)
+    st.shared_stale = std::move(data); // shown if the call fails
   switch (what) {
     case found::fresh: {
       count(self, cache_event::shared_hit);
+      st.shared_phase = 0;
       // Kept here no longer than the store keeps it fresh.
       st.call.cache_ttl = std::min(st.call.cache_ttl, millis(std::max<std::int64_t>(1, fresh_ms)));
       section_outcome outcome;
@@ -137,50 +159,55 @@ void shared_found(worker_ptr self, std::int32_t what_number, std::string& data, 
       outcome.data = std::move(data);
       return finish_flight(self, std::move(outcome));
     }
-    case found::stale:
-      st.shared_stale = std::move(data); // shown if the call fails
-      [[fallthrough]];
-    case found::miss:
-      if (st.shared_phase == 1)
-        return take_lock(self);
-      break; // waiting: look again below
-    case found::failed:
-      return execute(self); // the store saves nothing this time
     case found::locked:
+      st.shared_phase = 3;
       return call_ourselves(self);
-    case found::lock_held:
-      count(self, cache_event::shared_wait);
+    case found::invalid:
+      st.shared_phase = 0;
+      return call_ourselves(self); // its entry replaces the value
+    case found::failed:
+      st.shared_phase = 0;
+      return execute(self); // the store saves nothing this time
+    case found::held:
+      if (st.shared_phase == 1)
+        count(self, cache_event::shared_wait);
       st.shared_phase = 2;
-      break;
+      if (!may_wait(st)) {
+        st.shared_phase = 0;
+        return call_ourselves(self);
+      }
+      self->delayed_send(self, poll_every, poll_atom::value);
+      return;
   }
-  if (!may_wait(st))
-    return call_ourselves(self);
-  self->delayed_send(self, poll_every, poll_atom::value);
 }
 
 void shared_poll(worker_ptr self) {
-  ask_entry(self);
+  if (self->state.shared_phase == 2)
+    ask_entry(self);
 }
 
-void shared_store_entry(worker_ptr self, const std::string& data) {
+void shared_call_ended(worker_ptr self, const section_outcome& outcome) {
   auto& st = self->state;
-  if (!st.shared_leader || !st.serving->store)
+  if (!st.serving->store)
     return;
   const auto key = entry_key(st);
-  const auto life = st.call.cache_ttl + st.call.stale_ttl;
-  std::string value;
-  value.reserve(entry_magic.size() + data.size());
-  value.append(entry_magic).append(data);
-  const auto ok_status = [](store_result result, const resp_value& value) {
-    return result != store_result::ok || value.what == resp_value::type::status;
-  };
-  st.serving->store->call(store_op::set, {"SET", key, std::move(value), "PX", std::to_string(life.count())},
-                          ok_status);
-  if (!st.shared_token.empty())
-    st.serving->store->call(store_op::lock, {"EVAL", unlock_script, "1", key + ":lock", st.shared_token},
-                            [](store_result result, const resp_value& value) {
-                              return result != store_result::ok || value.is_integer();
+  if (st.shared_leader && outcome.status == section_status::ok) {
+    const auto life = st.call.cache_ttl + st.call.stale_ttl;
+    std::string value;
+    value.reserve(entry_magic.size() + outcome.data.size());
+    value.append(entry_magic).append(outcome.data);
+    st.serving->store->call(store_op::set, {"SET", key, std::move(value), "PX", std::to_string(life.count())},
+                            [](store_result result, const resp_value& answer) {
+                              return result != store_result::ok || answer.what == resp_value::type::status;
                             });
+  }
+  if (st.shared_phase == 3) // after the entry (one connection, in order): a waiter sees both at once
+    st.serving->store->call(store_op::lock, {"EVAL", unlock_script, "1", key + ":lock", st.shared_token},
+                            [](store_result result, const resp_value& answer) {
+                              return result != store_result::ok || answer.is_integer();
+                            });
+  st.shared_phase = 0;
+  st.shared_leader = false;
 }
 
 } // namespace gather::worker_steps

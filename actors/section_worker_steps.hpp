@@ -35,8 +35,9 @@ bool shared_cache_on(const section_worker_state& st);
 void shared_look_up(worker_ptr self);
 void shared_found(worker_ptr self, std::int32_t what, std::string& data, std::int64_t fresh_ms);
 void shared_poll(worker_ptr self);
-/// A call's ok data, stored in the shared store when this worker took (or gave up on) the lock.
-void shared_store_entry(worker_ptr self, const std::string& data);
+/// A flight's outcome: ok data goes to the shared store when this worker called for it (took
+/// the lock, or gave up waiting); the lock it holds is let go of, ok or not.
+void shared_call_ended(worker_ptr self, const section_outcome& outcome);
 // section_worker_remote.cpp
 void run_remote(worker_ptr self, std::size_t node, caf::actor actor, concurrency_limit::slot slot);
 void node_failed(worker_ptr self, const std::string& why);

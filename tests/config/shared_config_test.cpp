@@ -115,16 +115,15 @@ TEST_CASE("shared: what needs the store without one is an error by JSON path", "
         list{"routes[0].rate_limit.shared: must be true or false"});
 }
 
-TEST_CASE("shared: the shared cache, not built yet, is refused by JSON path, never ignored", "[unit][config][shared]") {
+TEST_CASE("shared: the shared cache needs the store and a TTL, by JSON path", "[unit][config][shared]") {
   using list = std::vector<std::string>;
   const json redis = {{"redis", "redis://127.0.0.1:6379"}};
-  json exact = redis;
-  exact["sync_ms"] = 0; // the exact mode
-  CHECK(shared_problems(shared_doc(exact, {{"shared", true}})).empty());
-  const std::string cache = "routes[0].sections[0].cache_shared: true is not supported yet (the shared "
-                            "section cache is not built): leave it out or false";
-  CHECK(shared_problems(shared_doc(redis, {}, {{"cache_ttl_ms", 100}, {"cache_shared", true}})) == list{cache});
-  // One problem each, with or without the store and the TTL.
-  CHECK(shared_problems(shared_doc(nullptr, {}, {{"cache_ttl_ms", 100}, {"cache_shared", true}})) == list{cache});
-  CHECK(shared_problems(shared_doc(redis, {}, {{"cache_shared", true}})) == list{cache});
+  CHECK(shared_problems(shared_doc(redis, {}, {{"cache_ttl_ms", 100}, {"cache_shared", true}})).empty());
+  const std::string path = "routes[0].sections[0].cache_shared: ";
+  CHECK(shared_problems(shared_doc(nullptr, {}, {{"cache_ttl_ms", 100}, {"cache_shared", true}})) ==
+        list{path + "needs the top-level \"shared\" (the store to share through)"});
+  CHECK(shared_problems(shared_doc(redis, {}, {{"cache_shared", true}})) ==
+        list{path + "needs cache_ttl_ms: only cached data is shared"});
+  CHECK(shared_problems(shared_doc(redis, {}, {{"cache_ttl_ms", 100}, {"cache_shared", "yes"}})) ==
+        list{path + "must be true or false"});
 }

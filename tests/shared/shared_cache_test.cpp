@@ -120,8 +120,8 @@ TEST_CASE("shared cache: a value in the store that is not an entry is a miss and
     served_gateway first(cfg);
     REQUIRE(eventually([&] { return first.shared_up() == true; }));
     CHECK(read_c(first).data == json{{"n", 1}});
+    REQUIRE(eventually([&] { return !redis.cli({"KEYS", entry_pattern}).empty(); }));
   }
-  REQUIRE(eventually([&] { return !redis.cli({"KEYS", entry_pattern}).empty(); }));
   const std::string key = redis.cli({"KEYS", entry_pattern});
   int expected_calls = 1;
   for (const std::vector<std::string>& garbage :
@@ -166,6 +166,8 @@ TEST_CASE("shared cache: a failed call shows the store's stale entry", "[shared]
     served_gateway first(cfg);
     REQUIRE(eventually([&] { return first.shared_up() == true; }));
     CHECK(read_c(first).source == "live");
+    // The entry goes to the store after the answer (nothing waits for it): kill only once it is there.
+    REQUIRE(eventually([&] { return !redis.cli({"KEYS", entry_pattern}).empty(); }));
   }
   failing = true;
   std::this_thread::sleep_for(std::chrono::milliseconds(300)); // the entry's life passes (its TTL is what is tested)
@@ -191,4 +193,42 @@ TEST_CASE("shared cache: a store that is down leaves each gateway its own cache"
   CHECK(read_c(gw).source == "live");
   CHECK(read_c(gw).source == "cache");
   CHECK(calls == 1);
+}
+
+TEST_CASE("shared cache: a lock holder whose call fails lets go, and a waiter calls at once", "[shared][cache]") {
+  test_server down;
+  std::atomic<int> calls{0};
+  down.get("/s", [&](const httplib::Request&, httplib::Response& res) {
+    if (++calls == 1) { // the lock holder's call: slow, then failed
+      std::this_thread::sleep_for(std::chrono::milliseconds(300));
+      res.status = 500;
+      return;
+    }
+    answer_json(res, {{"n", calls.load()}});
+  });
+  down.start();
+  redis_server redis;
+  // The lock lives 2 s (the section's timeout): a waiter that waited for it to expire would
+  // answer after 2 s, one that took the released lock about 300 ms after the holder began.
+  const json cfg = cached_gateway_config(down, redis, {{"timeout_ms", 2000}, {"required", false},
+                                                       {"fallback", {{"n", 0}}}});
+  served_gateway holder(cfg), waiter(cfg);
+  REQUIRE(eventually([&] { return holder.shared_up() == true && waiter.shared_up() == true; }));
+  cache_read first;
+  std::thread lead([&] { first = read_c(holder); });
+  REQUIRE(eventually([&] { return calls.load() == 1; })); // the holder has the lock and calls
+  const auto started = std::chrono::steady_clock::now();
+  const auto second = read_c(waiter);
+  const auto waited = std::chrono::steady_clock::now() - started;
+  lead.join();
+  CHECK(first.source == "fallback");
+  CHECK(second.status == 200);
+  CHECK(second.source == "live");
+  CHECK(second.data == json{{"n", 2}});
+  CHECK(calls == 2);
+  CHECK(cache_event(waiter, "shared_wait") == 1);
+  CHECK(waited < std::chrono::milliseconds(1500));
+  // Both locks let go of (the holder's after its failure, the waiter's after its entry).
+  REQUIRE(eventually([&] { return redis.cli({"KEYS", entry_pattern + ":lock"}).empty(); }));
+  CHECK(!redis.cli({"KEYS", entry_pattern}).empty());
 }

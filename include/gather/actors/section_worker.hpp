@@ -90,9 +90,9 @@ struct section_worker_state {
   steady_time started;
   std::uint32_t sent = 0;          ///< work sent to nodes so far: tells a stale answer from the current one
   // A cache_shared section's way through the shared store (section_worker_shared.cpp):
-  int shared_phase = 0;        ///< 0 not asked, 1 looked up, 2 waiting for another gateway's entry
+  int shared_phase = 0;        ///< 0 not asking, 1 looking, 2 waiting for another gateway's entry, 3 holds the lock
   bool shared_leader = false;  ///< its call's entry goes to the store
-  std::string shared_token;    ///< the lock's value, when it took the lock
+  std::string shared_token;    ///< the lock's value if this worker takes it
   std::string shared_stale;    ///< a stale entry from the store, shown if the call fails
 
   static inline const char* name = "section_worker";
