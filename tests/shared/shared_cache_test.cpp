@@ -232,3 +232,39 @@ TEST_CASE("shared cache: a lock holder whose call fails lets go, and a waiter ca
   REQUIRE(eventually([&] { return redis.cli({"KEYS", entry_pattern + ":lock"}).empty(); }));
   CHECK(!redis.cli({"KEYS", entry_pattern}).empty());
 }
+
+TEST_CASE("shared cache: a waiter calls itself when a call of its own would no longer fit", "[shared][cache]") {
+  test_server down;
+  std::atomic<int> calls{0};
+  down.get("/s", [&](const httplib::Request&, httplib::Response& res) { answer_json(res, {{"n", ++calls}}); });
+  down.start();
+  redis_server redis;
+  // deadline 1500, timeout 500, store timeout 200: it waits about 1500 - 500 - 200 - 10 ms.
+  json cfg = cached_gateway_config(down, redis, {{"timeout_ms", 500}});
+  cfg["routes"][0]["deadline_ms"] = 1500;
+  std::string key;
+  {
+    served_gateway first(cfg); // learns the entry's key
+    REQUIRE(eventually([&] { return first.shared_up() == true; }));
+    CHECK(read_c(first).data == json{{"n", 1}});
+    REQUIRE(eventually([&] { return !redis.cli({"KEYS", entry_pattern}).empty(); }));
+    key = redis.cli({"KEYS", entry_pattern});
+  }
+  // Another gateway holds the lock for a minute and never writes an entry.
+  redis.cli({"DEL", key});
+  redis.cli({"SET", key + ":lock", "someone-else", "PX", "60000"});
+  served_gateway gw(cfg);
+  REQUIRE(eventually([&] { return gw.shared_up() == true; }));
+  const auto started = std::chrono::steady_clock::now();
+  const auto r = read_c(gw);
+  const auto took = std::chrono::steady_clock::now() - started;
+  CHECK(r.status == 200);
+  CHECK(r.source == "live");
+  CHECK(r.data == json{{"n", 2}});
+  CHECK(cache_event(gw, "shared_wait") == 1);
+  CHECK(took >= std::chrono::milliseconds(600)); // it waited for the entry first
+  CHECK(took < std::chrono::milliseconds(1500)); // and its own call fit before the deadline
+  // Its own call's entry is stored; the other gateway's lock is left alone.
+  REQUIRE(eventually([&] { return redis.cli({"TYPE", key}) == "string"; }));
+  CHECK(redis.cli({"GET", key + ":lock"}) == "someone-else");
+}
