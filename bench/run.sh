@@ -5,7 +5,9 @@
 #                                   stream (progressive answers; needs build/bench/stream_probe),
 #                                   shape (S1 shaped against S1 unshaped, ROUNDS interleaved), and
 #                                   s0_h2 s1_h2 (h2c with h2load), curve_sections curve_body curve_idle
-#                                   curve_inflight (bench/curves.sh): not in the default list
+#                                   curve_inflight (bench/curves.sh), book (the seed's book page over
+#                                   gRPC) and grpc_call (one call over HTTP/1.1, HTTP/2 and gRPC; both
+#                                   need build/bench/grpc_downstream): not in the default list
 #
 # Environment: GATHER_BIN (default build-bench/gather, else build/gather), DURATION (wrk seconds,
 # default 10), NGINX_PORT (default 18931), WRK_THREADS (default 2), PERF_OUT (if set: `perf record
@@ -56,6 +58,7 @@ cleanup() {
   for p in "${NODE_PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
   [[ -n $NGINX_PID ]] && kill "$NGINX_PID" 2>/dev/null || true
   [[ -n $SINK_PID ]] && kill "$SINK_PID" 2>/dev/null || true
+  [[ -n ${GRPC_PID:-} ]] && kill "$GRPC_PID" 2>/dev/null || true
   wait 2>/dev/null || true
   rm -rf "$WORK"
 }
@@ -80,7 +83,7 @@ for name, size in (("200", 200), ("10k", 10_000), ("100k", 100_000), ("1m", 1_00
     doc = {"id": 42, "items": [{"sku": "sku-%06d" % i, "price": 9.5} for i in range(max(1, (size - 24) // item))]}
     open("%s/body_%s.json" % (sys.argv[1], name), "w").write(json.dumps(doc))
 PY2
-  sed -e "s#@PREFIX@#$WORK/nginx#g" -e "s#@PORT@#$NPORT#g" "$ROOT/bench/conf/nginx.conf.in" \
+  sed -e "s#@PREFIX@#$WORK/nginx#g" -e "s#@PORT@#$NPORT#g" -e "s#@H2PORT@#$((NPORT + 1))#g" "$ROOT/bench/conf/nginx.conf.in" \
     > "$WORK/nginx/nginx.conf"
   nginx -p "$WORK/nginx" -c "$WORK/nginx/nginx.conf" -e "$WORK/nginx/error.log" &
   NGINX_PID=$!
@@ -249,6 +252,8 @@ bench() {
   ${WRK_CPUS:+taskset -c "$WRK_CPUS"} wrk -t"$WRK_THREADS" -c"$conns" -d"${DURATION}s" --timeout 10s --latency "$@" "$url" > "$WORK/wrk.out" 2>&1 || true
   [[ -n $stat_pid ]] && wait "$stat_pid" 2>/dev/null || true
   [[ -n $wake_pid ]] && wait "$wake_pid" 2>/dev/null || true
+  local ds_conns= # DS_PORT: the gateway's connections to that downstream port, kept alive after the run
+  [[ -n ${DS_PORT:-} ]] && ds_conns=$(ss -Htn state established "( dport = :$DS_PORT )" | wc -l)
   local c1; c1=$(cpu_all "${pids[@]}")
   local u1; u1=$(CPU_USER=user cpu_all "${pids[@]}")
   local sw1; sw1=$(switches "${pids[@]}")
@@ -279,6 +284,7 @@ bench() {
   awk -v a="$sw0" -v b="$sw1" -v f=$((f1 - f0)) -v n="$total" 'BEGIN { split(a, x, " "); split(b, y, " ")
     printf "    switches/req sleeps %.2f, preempted %.2f; minor faults/req %.2f\n", (y[1] - x[1]) / n, (y[2] - x[2]) / n, f / n }'
   grep '^LUA' "$out" | sed 's/^/    /' || true
+  [[ -n $ds_conns ]] && echo "    downstream connections $ds_conns (to port $DS_PORT)"
   if [[ -n ${SYSCALLS:-} ]]; then # per request (of wrk's count: the counting window is the same length)
     awk -F, -v n="$total" '$1 ~ /^[0-9]+$/ && $1 > 0 { sub(/^syscalls:sys_enter_/, "", $3); all += $1; part[$3] = $1 }
       END { printf "    syscalls/req %.2f:", all / n
@@ -516,6 +522,56 @@ linear() {
       "{\"path\": \"/p/{id}\", \"deadline_ms\": 1000, \"sections\": $(sections_json "$n" /d20 500)}"
     bench "linear ${n}x20ms" "$WORK/lin$n.json" 64 /p/1
     echo "    CPU per section call: $(awk -v c="$ROW_CPU_US" -v n="$n" 'BEGIN {printf "%.1f", c / n}') us"
+  done
+}
+
+# The gRPC downstream of `book` and `grpc_call`: bench/grpc_downstream (the demo's book service),
+# GetBook answered and SearchBooks' ten books sent 20 ms after the request; its .proto under
+# $WORK/protos, what the gateway's `protos.files` compiles. Sets GRPC_PORT and GRPC_TOP (the
+# configuration's `protos`).
+start_grpc_downstream() {
+  [[ -n ${GRPC_PID:-} ]] && return 0
+  local probe=${GRPC_DOWNSTREAM:-$(dirname "$BIN")/bench/grpc_downstream}
+  [[ -x $probe ]] || { echo "build it first: cmake --build build --target grpc_downstream" >&2; exit 1; }
+  exec {grpc_in}> >(exec "$probe" 20 0 "$WORK/protos" > "$WORK/grpc.port")
+  GRPC_PID=$!
+  for _ in $(seq 50); do GRPC_PORT=$(head -1 "$WORK/grpc.port" 2>/dev/null); [[ -n $GRPC_PORT ]] && break; sleep 0.1; done
+  [[ -n $GRPC_PORT ]] || { echo "grpc_downstream did not start" >&2; exit 1; }
+  GRPC_TOP="{\"protos\": {\"files\": [\"linkd/v3/library.proto\"], \"import_paths\": [\"$WORK/protos\"]}}"
+}
+
+# The seed's book page: GetBook (unary, required), SearchBooks (a stream of 10 taken to 5) and
+# stock over HTTP falling back to meta, each downstream 20 ms; deadline 800, 300 ms per hop.
+book() {
+  start_grpc_downstream
+  local g="http://127.0.0.1:$GRPC_PORT"
+  GATHER_TOP=$GRPC_TOP gen_config "$WORK/book.json" 1024 "{\"path\": \"/books/{isbn}\", \"deadline_ms\": 800, \"sections\": [
+    {\"name\": \"meta\", \"required\": true, \"timeout_ms\": 300,
+     \"grpc\": {\"target\": \"$g\", \"method\": \"linkd.v3.Library/GetBook\", \"message\": {\"isbn\": \"{isbn}\"}}},
+    {\"name\": \"related\", \"timeout_ms\": 300, \"fallback\": [],
+     \"grpc\": {\"target\": \"$g\", \"method\": \"linkd.v3.Library/SearchBooks\",
+               \"message\": {\"query\": \"{isbn}\", \"page_size\": 5}, \"max_messages\": 5}},
+    {\"name\": \"stock\", \"url\": \"@D@/d20\", \"timeout_ms\": 300, \"fallback_from\": \"meta\"}]}"
+  DS_PORT=$GRPC_PORT bench "book page" "$WORK/book.json" "${BOOK_CONNS:-16}" /books/978-7-111-12345-7
+}
+
+# One section's call, the same 20 ms of downstream work three ways: HTTP/1.1 JSON (nginx), HTTP/2
+# JSON ("http2": true, nginx's h2c port) and a unary gRPC call (GetBook); ROUNDS interleaved rounds
+# (default 3), each row with its downstream connections.
+grpc_call() {
+  start_grpc_downstream
+  local h1="{\"name\": \"s0\", \"required\": true, \"timeout_ms\": 300, \"url\": \"@D@/d20\"}"
+  local h2="{\"name\": \"s0\", \"required\": true, \"timeout_ms\": 300, \"url\": \"http://127.0.0.1:$((NPORT + 1))/d20\", \"http2\": true}"
+  local grpc="{\"name\": \"s0\", \"required\": true, \"timeout_ms\": 300, \"grpc\": {\"target\": \"http://127.0.0.1:$GRPC_PORT\", \"method\": \"linkd.v3.Library/GetBook\", \"message\": {\"isbn\": \"978-{id}\"}}}"
+  local way r
+  for way in h1 h2 grpc; do
+    GATHER_TOP=$GRPC_TOP gen_config "$WORK/call_$way.json" 1024 "{\"path\": \"/p/{id}\", \"deadline_ms\": 800, \"sections\": [${!way}]}"
+  done
+  local -A port=([h1]=$NPORT [h2]=$((NPORT + 1)) [grpc]=$GRPC_PORT)
+  for ((r = 1; r <= ${ROUNDS:-3}; r++)); do
+    for way in h1 h2 grpc; do
+      DS_PORT=${port[$way]} bench "call $way r$r" "$WORK/call_$way.json" "${CALL_CONNS:-16}" /p/1
+    done
   done
 }
 

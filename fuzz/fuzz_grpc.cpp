@@ -23,6 +23,7 @@
 #include <nlohmann/json.hpp>
 
 #include "fuzz_check.hpp"
+#include "read_cuts.hpp"
 #include "gather/downstream/grpc_json.hpp"
 #include "gather/downstream/grpc_wire.hpp"
 
@@ -87,14 +88,11 @@ struct reading {
 reading read_all(const std::string& stream, std::uint32_t seed, std::size_t max_message,
                  std::size_t max_total) {
   gather::grpc::frame_reader reader(max_message, max_total);
+  fuzz::read_cuts cuts{seed, 32};
   reading out;
   std::size_t at = 0;
   while (at < stream.size()) {
-    std::size_t n = stream.size() - at;
-    if (seed != 0) {
-      seed = seed * 1103515245u + 12345u;
-      n = std::min<std::size_t>(n, 1 + (seed >> 16) % 32);
-    }
+    const std::size_t n = cuts.next(stream.size() - at);
     if (!reader.feed(std::string_view(stream).substr(at, n), out.messages))
       break;
     at += n;

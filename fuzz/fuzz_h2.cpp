@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "fuzz_check.hpp"
+#include "read_cuts.hpp"
 #include "../app/front/h2_session.hpp" // private to the front; the fuzz target is its one other user
 
 namespace {
@@ -62,7 +63,7 @@ struct seen {
   gather::h2_abuse abuse = gather::h2_abuse::none;
 };
 
-seen run(const std::string& stream, std::uint32_t cut) {
+seen run(const std::string& stream, fuzz::read_cuts cut) {
   gather::http2_limits limits;
   // Time must not decide: the rate bounds (token buckets on the clock) are out of reach here.
   limits.max_resets_per_second = 1000000000;
@@ -74,11 +75,7 @@ seen run(const std::string& stream, std::uint32_t cut) {
     std::string sent;
     std::size_t at = 0;
     while (at < stream.size()) {
-      std::size_t n = stream.size() - at;
-      if (cut != 0) {
-        cut = cut * 1103515245u + 12345u;
-        n = std::min<std::size_t>(n, 1 + (cut >> 16) % 64);
-      }
+      const std::size_t n = cut.next(stream.size() - at);
       const bool ok = session.receive(reinterpret_cast<const std::uint8_t*>(stream.data()) + at, n);
       at += n;
       sent.clear();
@@ -126,8 +123,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     return 0;
   const std::string stream =
       std::string("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n") + std::string(reinterpret_cast<const char*>(data) + 1, size - 1);
-  const auto whole = run(stream, 0);
-  const auto pieces = run(stream, data[0] | 1u);
+  const auto whole = run(stream, {0});
+  const auto pieces = run(stream, {data[0] | 1u});
   FUZZ_CHECK(whole.failed == pieces.failed);
   FUZZ_CHECK(whole.abuse == pieces.abuse);
   if (!(whole.streams == pieces.streams))

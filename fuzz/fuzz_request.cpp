@@ -22,6 +22,7 @@
 #include <boost/beast/http/error.hpp>
 
 #include "fuzz_check.hpp"
+#include "read_cuts.hpp"
 #include "gather/front/read_buffer.hpp"
 #include "gather/front/request_parser.hpp"
 
@@ -49,17 +50,6 @@ bool has_control(const std::string& s, bool tab_ok) {
   return false;
 }
 
-/// Read sizes from a seed: 1..64 bytes, or everything at once when `seed` is 0.
-struct reads {
-  std::uint32_t state;
-  std::size_t next(std::size_t left) {
-    if (state == 0)
-      return left;
-    state = state * 1103515245u + 12345u;
-    return std::min<std::size_t>(left, 1 + (state >> 16) % 64);
-  }
-};
-
 std::vector<outcome>& ended(std::vector<outcome>& out, outcome& o) {
   o.incomplete = true;
   out.push_back(o);
@@ -85,7 +75,7 @@ bool same_requests(const std::vector<outcome>& a, const std::vector<outcome>& b)
 }
 
 std::vector<outcome> run(const gather::inbound_limits& limits, std::size_t max_body, const std::string& stream,
-                         reads cut) {
+                         fuzz::read_cuts cut) {
   std::vector<outcome> out;
   // As the connection sizes it: a whole head at the limits plus one read.
   constexpr std::size_t read_chunk = 16384;
@@ -190,8 +180,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     max_body = 1 + (data[0] >> 1) % 64;
   }
   const std::string stream(reinterpret_cast<const char*>(data) + 2, size - 2);
-  const auto whole = run(limits, max_body, stream, reads{0});
-  const auto pieces = run(limits, max_body, stream, reads{data[1] | 1u});
+  const auto whole = run(limits, max_body, stream, fuzz::read_cuts{0});
+  const auto pieces = run(limits, max_body, stream, fuzz::read_cuts{data[1] | 1u});
   FUZZ_CHECK(same_requests(whole, pieces));
   return 0;
 }

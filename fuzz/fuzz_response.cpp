@@ -22,6 +22,7 @@
 #include <boost/beast/http/string_body.hpp>
 
 #include "fuzz_check.hpp"
+#include "read_cuts.hpp"
 #include "gather/downstream/response_reading.hpp"
 
 namespace {
@@ -32,7 +33,7 @@ using boost::system::error_code;
 /// then the end of the stream.
 class piecewise_stream {
 public:
-  piecewise_stream(const std::string& bytes, std::uint32_t seed) : bytes_(bytes), state_(seed) {}
+  piecewise_stream(const std::string& bytes, std::uint32_t seed) : bytes_(bytes), cuts_{seed} {}
 
   template <class Buffers>
   std::size_t read_some(const Buffers& buffers, error_code& ec) {
@@ -42,10 +43,7 @@ public:
       return 0;
     }
     std::size_t n = bytes_.size() - at_;
-    if (state_ != 0) {
-      state_ = state_ * 1103515245u + 12345u;
-      n = std::min<std::size_t>(n, 1 + (state_ >> 16) % 64);
-    }
+    n = cuts_.next(n);
     n = boost::asio::buffer_copy(buffers, boost::asio::buffer(bytes_.data() + at_, n));
     at_ += n;
     return n;
@@ -62,7 +60,7 @@ public:
 private:
   const std::string& bytes_;
   std::size_t at_ = 0;
-  std::uint32_t state_;
+  fuzz::read_cuts cuts_;
 };
 
 struct outcome {

@@ -3,6 +3,8 @@
 #include <cstdint>
 #include <string>
 
+#include "gather/config/url_template.hpp"
+
 namespace gather {
 
 namespace {
@@ -75,16 +77,6 @@ private:
   std::string_view text_;
   std::size_t at_ = 0;
 };
-
-int hex_digit(char c) {
-  if (c >= '0' && c <= '9')
-    return c - '0';
-  if (c >= 'a' && c <= 'f')
-    return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F')
-    return c - 'A' + 10;
-  return -1;
-}
 
 /// Four hex digits at `text[at]`; -1 when they are not.
 long hex4(std::string_view text, std::size_t at) {

@@ -18,17 +18,6 @@ bool is_only_dots(std::string_view value) {
   return !value.empty() && value.find_first_not_of('.') == std::string_view::npos;
 }
 
-/// The value of one hex digit, or -1.
-int hex_value(char c) {
-  if (c >= '0' && c <= '9')
-    return c - '0';
-  if (c >= 'A' && c <= 'F')
-    return c - 'A' + 10;
-  if (c >= 'a' && c <= 'f')
-    return c - 'a' + 10;
-  return -1;
-}
-
 void append_escaped(std::string& out, unsigned char c) {
   static constexpr char digits[] = "0123456789ABCDEF";
   out += '%';
@@ -60,9 +49,9 @@ std::string percent_decode(std::string_view value) {
   std::string out;
   out.reserve(value.size());
   for (std::size_t i = 0; i < value.size(); ++i) {
-    if (value[i] == '%' && i + 2 < value.size() && hex_value(value[i + 1]) >= 0 &&
-        hex_value(value[i + 2]) >= 0) {
-      out += static_cast<char>(hex_value(value[i + 1]) * 16 + hex_value(value[i + 2]));
+    if (value[i] == '%' && i + 2 < value.size() && hex_digit(value[i + 1]) >= 0 &&
+        hex_digit(value[i + 2]) >= 0) {
+      out += static_cast<char>(hex_digit(value[i + 1]) * 16 + hex_digit(value[i + 2]));
       i += 2;
     } else {
       out += value[i];

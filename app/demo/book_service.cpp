@@ -1,4 +1,5 @@
 #include "book_service.hpp"
+#include "book_wire.hpp"
 
 #include <array>
 #include <chrono>
@@ -18,107 +19,10 @@ namespace {
 
 namespace asio = boost::asio;
 using tcp = asio::ip::tcp;
+using namespace demo_wire;
 
 constexpr int grpc_ok = 0, grpc_invalid_argument = 3, grpc_not_found = 5, grpc_unimplemented = 12;
 constexpr std::size_t max_request_bytes = 64 * 1024;
-
-// The protobuf wire format of the few messages served, written by hand: the service needs no
-// descriptors of its own (the gateway's are compiled from proto_text()).
-void put_varint(std::string& out, std::uint64_t v) {
-  for (; v >= 0x80; v >>= 7)
-    out += static_cast<char>((v & 0x7f) | 0x80);
-  out += static_cast<char>(v);
-}
-void put_text(std::string& out, int field, std::string_view text) {
-  put_varint(out, static_cast<std::uint64_t>(field) << 3 | 2);
-  put_varint(out, text.size());
-  out += text;
-}
-void put_number(std::string& out, int field, std::uint64_t v) {
-  if (v == 0) // proto3: a default is not written
-    return;
-  put_varint(out, static_cast<std::uint64_t>(field) << 3);
-  put_varint(out, v);
-}
-
-bool get_varint(std::string_view& in, std::uint64_t& v) {
-  v = 0;
-  for (int shift = 0; shift < 64 && !in.empty(); shift += 7) {
-    const auto byte = static_cast<unsigned char>(in.front());
-    in.remove_prefix(1);
-    v |= static_cast<std::uint64_t>(byte & 0x7f) << shift;
-    if (!(byte & 0x80))
-      return true;
-  }
-  return false;
-}
-
-/// GetBookRequest {isbn = 1} and SearchBooksRequest {query = 1, page_size = 2}: field 1's text.
-bool read_first_text(std::string_view in, std::string& text) {
-  while (!in.empty()) {
-    std::uint64_t tag = 0, v = 0;
-    if (!get_varint(in, tag))
-      return false;
-    switch (tag & 7) {
-    case 0:
-      if (!get_varint(in, v))
-        return false;
-      break;
-    case 1:
-    case 5: {
-      const std::size_t n = (tag & 7) == 1 ? 8 : 4;
-      if (in.size() < n)
-        return false;
-      in.remove_prefix(n);
-      break;
-    }
-    case 2:
-      if (!get_varint(in, v) || v > in.size())
-        return false;
-      if ((tag >> 3) == 1)
-        text.assign(in.substr(0, v));
-      in.remove_prefix(v);
-      break;
-    default: return false;
-    }
-  }
-  return true;
-}
-
-struct book {
-  std::string isbn, title, author;
-  int stock = 0;
-};
-
-/// linkd.v3.Book: isbn 1, title 2, author 3, stock 4, format 5 (PAPER), sold 6.
-std::string encode(const book& b) {
-  std::string out;
-  put_text(out, 1, b.isbn);
-  put_text(out, 2, b.title);
-  put_text(out, 3, b.author);
-  put_number(out, 4, static_cast<std::uint64_t>(b.stock));
-  put_number(out, 5, 1);
-  put_number(out, 6, 1000 + static_cast<std::uint64_t>(b.stock) * 37);
-  return out;
-}
-
-book book_of(const std::string& isbn) {
-  if (isbn == "978-7-111-12345-6")
-    return {isbn, "服务端通信工程", "Leeting Yan", 12};
-  if (isbn == "978-7-111-12345-7")
-    return {isbn, "网络编程基础", "Leeting Yan", 3};
-  return {isbn, "Demo book " + isbn, "Demo Author", 5};
-}
-
-std::string framed(const std::string& message) {
-  std::string out(5, '\0');
-  const auto n = static_cast<std::uint32_t>(message.size());
-  out[1] = static_cast<char>(n >> 24);
-  out[2] = static_cast<char>(n >> 16);
-  out[3] = static_cast<char>(n >> 8);
-  out[4] = static_cast<char>(n);
-  return out + message;
-}
 
 nghttp2_nv field(std::string_view name, std::string_view value) {
   return {reinterpret_cast<std::uint8_t*>(const_cast<char*>(name.data())),
@@ -129,7 +33,7 @@ nghttp2_nv field(std::string_view name, std::string_view value) {
 /// One HTTP/2 connection: its nghttp2 session fed from the socket, its calls, their timers.
 class connection : public std::enable_shared_from_this<connection> {
 public:
-  explicit connection(tcp::socket socket) : socket_(std::move(socket)) {}
+  connection(tcp::socket socket, demo_book_pace pace) : socket_(std::move(socket)), pace_(pace) {}
   ~connection() {
     if (session_)
       nghttp2_session_del(session_);
@@ -233,37 +137,50 @@ private:
         return trailers_only(id, grpc_not_found, "no such book");
       c.pending = framed(encode(book_of(request)));
       c.finishing = true;
-      return respond(id);
+      return after(id, pace_.first, [this, id] { respond(id); });
     }
     if (c.path == "/linkd.v3.Library/SearchBooks") {
       respond(id);
       if (request.size() < 2 || request.compare(request.size() - 2, 2, "-9") != 0)
-        send_next(id); // a query ending "-9" hangs until the client cancels
+        after(id, pace_.first, [this, id] { send_next(id); }); // a query ending "-9" hangs until cancelled
       return;
     }
     trailers_only(id, grpc_unimplemented, "unknown method");
   }
 
-  /// SearchBooks: the next of its ten books, then another 10 ms later.
+  /// SearchBooks: the next of its ten books, then another `pace_.step` later (all at once for 0).
   void send_next(std::int32_t id) {
     auto* c = find(id);
     if (!c)
       return;
-    const auto n = c->sent++;
-    c->pending += framed(encode(n == 0 ? book_of("978-7-111-12345-7")
-                                       : book{"978-7-111-2000" + std::to_string(n) + "-" + std::to_string(n),
-                                              "Related book " + std::to_string(n), "Demo Author", n}));
+    do {
+      const auto n = c->sent++;
+      c->pending += framed(encode(n == 0 ? book_of("978-7-111-12345-7")
+                                         : book{"978-7-111-2000" + std::to_string(n) + "-" + std::to_string(n),
+                                                "Related book " + std::to_string(n), "Demo Author", n}));
+    } while (pace_.step.count() == 0 && c->sent < 10);
     c->finishing = c->sent == 10;
     nghttp2_session_resume_data(session_, id);
-    if (!c->finishing) {
-      c->timer = std::make_unique<asio::steady_timer>(socket_.get_executor(), std::chrono::milliseconds{10});
-      c->timer->async_wait([self = shared_from_this(), id](boost::system::error_code ec) {
-        if (!ec)
-          self->send_next(id);
-        self->flush();
-      });
-    }
+    if (!c->finishing)
+      after(id, pace_.step, [this, id] { send_next(id); });
     flush();
+  }
+
+  /// Runs `next` for call `id` after `delay` (at once for 0) on the call's timer: a cancelled
+  /// call's timer goes with it, and `next` with the timer.
+  template <class Next>
+  void after(std::int32_t id, std::chrono::milliseconds delay, Next next) {
+    auto* c = find(id);
+    if (!c)
+      return;
+    if (delay.count() == 0)
+      return next();
+    c->timer = std::make_unique<asio::steady_timer>(socket_.get_executor(), delay);
+    c->timer->async_wait([self = shared_from_this(), next](boost::system::error_code ec) {
+      if (!ec)
+        next();
+      self->flush();
+    });
   }
 
   void respond(std::int32_t id) {
@@ -323,6 +240,7 @@ private:
   }
 
   tcp::socket socket_;
+  demo_book_pace pace_;
   nghttp2_session* session_ = nullptr;
   std::array<std::uint8_t, 16384> in_{};
   std::string out_;
@@ -333,6 +251,7 @@ private:
 } // namespace
 
 struct demo_book_service::impl {
+  demo_book_pace pace;
   asio::io_context io{1};
   tcp::acceptor acceptor{io, tcp::endpoint(asio::ip::address_v4::loopback(), 0)};
   std::thread thread;
@@ -342,13 +261,14 @@ struct demo_book_service::impl {
       if (ec)
         return;
       socket.set_option(tcp::no_delay(true), ec);
-      std::make_shared<connection>(std::move(socket))->start();
+      std::make_shared<connection>(std::move(socket), pace)->start();
       accept();
     });
   }
 };
 
-demo_book_service::demo_book_service() : impl_(std::make_unique<impl>()) {
+demo_book_service::demo_book_service(demo_book_pace pace) : impl_(std::make_unique<impl>()) {
+  impl_->pace = pace;
   impl_->accept();
   impl_->thread = std::thread([this] { impl_->io.run(); });
 }

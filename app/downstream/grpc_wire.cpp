@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "gather/config/url_template.hpp"
+
 namespace gather::grpc {
 
 namespace {
@@ -15,16 +17,6 @@ constexpr const char* names[] = {
     "UNAUTHENTICATED"};
 
 constexpr std::size_t prefix_bytes = 5;
-
-int hex_digit(char c) {
-  if (c >= '0' && c <= '9')
-    return c - '0';
-  if (c >= 'a' && c <= 'f')
-    return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F')
-    return c - 'A' + 10;
-  return -1;
-}
 
 } // namespace
 
@@ -121,18 +113,7 @@ std::optional<int> parse_status(std::string_view text) {
 }
 
 std::string decode_message(std::string_view text) {
-  std::string out;
-  out.reserve(text.size());
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    if (text[i] == '%' && i + 2 < text.size() &&
-        hex_digit(text[i + 1]) >= 0 && hex_digit(text[i + 2]) >= 0) {
-      out += static_cast<char>(hex_digit(text[i + 1]) * 16 + hex_digit(text[i + 2]));
-      i += 2;
-    } else {
-      out += text[i];
-    }
-  }
-  return out;
+  return percent_decode(text); // grpc-message is percent-encoded UTF-8; a malformed escape stays
 }
 
 int code_of_http_status(int http_status) {

@@ -24,6 +24,7 @@
 
 #include "gather/downstream/downstream_answer.hpp"
 #include "gather/downstream/downstream_client.hpp"
+#include "support/ports.hpp"
 #include "support/test_server.hpp"
 
 using namespace std::chrono_literals;
@@ -34,6 +35,7 @@ using gather::transfer_result;
 using gather::test::eventually;
 using gather::test::silent_server;
 using gather::test::test_server;
+using gather::test::unused_port;
 using steady = std::chrono::steady_clock;
 
 namespace {
@@ -57,19 +59,6 @@ transfer_result fetch_request(downstream_client& client, transfer_request reques
 long elapsed_ms(steady::time_point since) {
   return static_cast<long>(
       std::chrono::duration_cast<std::chrono::milliseconds>(steady::now() - since).count());
-}
-
-// A loopback port nobody listens on: bound once by us, then released.
-int unused_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof addr;
-  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  ::close(fd);
-  return ntohs(addr.sin_port);
 }
 
 std::size_t live_thread_count() {

@@ -3,24 +3,7 @@
 #include <csignal>
 #include <stdexcept>
 
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
 namespace gather::test {
-
-int unused_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t length = sizeof address;
-  if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0 ||
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) != 0)
-    throw std::runtime_error("no free port");
-  ::close(fd);
-  return ntohs(address.sin_port);
-}
 
 redis_server::redis_server(std::vector<std::string> extra, int port) : extra_(std::move(extra)) {
   for (int attempt = 0; attempt < 5; ++attempt) {

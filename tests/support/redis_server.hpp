@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "support/child_process.hpp"
+#include "support/ports.hpp"
 
 namespace gather::test {
 
@@ -29,8 +30,5 @@ private:
   std::vector<std::string> extra_;
   std::unique_ptr<child_process> process_;
 };
-
-/// A TCP port nobody listens on right now (bound to 127.0.0.1:0, then let go).
-int unused_port();
 
 } // namespace gather::test

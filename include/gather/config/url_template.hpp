@@ -19,6 +19,11 @@ std::string percent_encode(std::string_view value);
 /// Decodes %XX escapes ("+" stays "+"); malformed escapes are kept as written.
 std::string percent_decode(std::string_view value);
 
+/// The value of one hex digit (either case), or -1.
+constexpr int hex_digit(char c) {
+  return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+}
+
 /// The raw (unencoded) value for a placeholder, or nullopt when the URL cannot be rendered
 /// (a section field that is absent or not a scalar).
 using placeholder_resolver = std::function<std::optional<std::string>(const url_part&)>;
