@@ -31,16 +31,27 @@ public:
     port_ = std::stoi(line->substr(line->find(' ') + 1));
   }
   std::string target() const { return "http://127.0.0.1:" + std::to_string(port_); }
-  /// The next event line holding `needle`, parsed.
+  /// The first event line holding `needle` not taken yet, parsed. Lines of other events stay for
+  /// later asks: concurrent calls (a page's GetBook and SearchBooks) reach the server in any order.
   json event(const std::string& needle) {
-    auto line = process_.wait_for_line(needle);
-    REQUIRE(line);
-    return json::parse(*line);
+    for (;;) {
+      const auto held = std::find_if(lines_.begin(), lines_.end(),
+                                     [&](const std::string& l) { return l.find(needle) != std::string::npos; });
+      if (held != lines_.end()) {
+        auto parsed = json::parse(*held);
+        lines_.erase(held);
+        return parsed;
+      }
+      auto line = process_.wait_for_line("");
+      REQUIRE(line);
+      lines_.push_back(std::move(*line));
+    }
   }
 
 private:
   gather::test::child_process process_;
   int port_ = 0;
+  std::vector<std::string> lines_; ///< read from the server, not taken by an ask yet
 };
 
 json book_sections(const grpc_library& server, json related_extra = json::object()) {
