@@ -10,14 +10,12 @@ Starts its own redis-server (127.0.0.1, a free port, no persistence) and a downs
 """
 import http.client
 import http.server
-import json
-import os
-import socket
 import subprocess
 import sys
-import tempfile
 import threading
 import time
+
+from gateways import metrics, redis_server, start_gateway
 
 GATHER = sys.argv[1] if len(sys.argv) > 1 else "build/gather"
 DURATION = float(sys.argv[2]) if len(sys.argv) > 2 else 30
@@ -25,13 +23,6 @@ RATE = int(sys.argv[3]) if len(sys.argv) > 3 else 100
 BURST = int(sys.argv[4]) if len(sys.argv) > 4 else 100
 GATEWAYS = 3
 
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 class Empty(http.server.BaseHTTPRequestHandler):
@@ -48,21 +39,10 @@ class Empty(http.server.BaseHTTPRequestHandler):
         pass
 
 
-def start_gateway(cfg):
-    path = tempfile.mktemp(suffix=".json")
-    with open(path, "w") as f:
-        json.dump(cfg, f)
-    p = subprocess.Popen([GATHER, "serve", "--config", path], stdout=subprocess.PIPE,
-                         stderr=subprocess.DEVNULL, text=True)
-    line = p.stdout.readline()
-    return p, int(line.rsplit(":", 1)[1])
-
 
 def wait_shared(port, gateways):
     for _ in range(100):
-        c = http.client.HTTPConnection("127.0.0.1", port)
-        c.request("GET", "/metrics")
-        body = c.getresponse().read().decode()
+        body = metrics(port)
         if f"gather_shared_gateways {gateways}" in body and "gather_shared_up 1" in body:
             return
         time.sleep(0.1)
@@ -77,7 +57,7 @@ def run(mode, down_port, redis_port):
         limit["shared"] = True
         cfg["shared"] = {"redis": f"redis://127.0.0.1:{redis_port}", "sync_ms": int(mode.split()[1])}
         subprocess.run(["redis-cli", "-p", str(redis_port), "FLUSHALL"], capture_output=True)
-    gateways = [start_gateway(cfg) for _ in range(GATEWAYS)]
+    gateways = [start_gateway(GATHER, cfg) for _ in range(GATEWAYS)]
     if mode != "per-process":
         for _, port in gateways:
             wait_shared(port, GATEWAYS)
@@ -119,19 +99,12 @@ def run(mode, down_port, redis_port):
 
 
 def main():
-    redis_port = free_port()
-    redis = subprocess.Popen(["redis-server", "--port", str(redis_port), "--bind", "127.0.0.1", "--save", "",
-                              "--appendonly", "no", "--logfile", ""], stdout=subprocess.DEVNULL)
     down = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Empty)
     threading.Thread(target=down.serve_forever, daemon=True).start()
-    time.sleep(0.3)
-    try:
+    with redis_server() as redis_port:
         print(f"{GATEWAYS} gateways, one key, rate {RATE}/s burst {BURST}, offered {3 * RATE}/s for {DURATION} s")
         for mode in ("sync 0", "sync 50", "per-process"):
             run(mode, down.server_address[1], redis_port)
-    finally:
-        redis.terminate()
-        redis.wait()
 
 
 if __name__ == "__main__":

@@ -14,12 +14,12 @@ import collections
 import http.client
 import http.server
 import json
-import socket
 import subprocess
 import sys
-import tempfile
 import threading
 import time
+
+from gateways import metrics, redis_server, start_gateway
 
 GATHER = sys.argv[1] if len(sys.argv) > 1 else "build/gather"
 DURATION = float(sys.argv[2]) if len(sys.argv) > 2 else 20
@@ -31,13 +31,6 @@ TTL_MS = 1000
 calls = collections.Counter()
 calls_lock = threading.Lock()
 
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 class Counting(http.server.BaseHTTPRequestHandler):
@@ -58,20 +51,6 @@ class Counting(http.server.BaseHTTPRequestHandler):
         pass
 
 
-def start_gateway(cfg):
-    path = tempfile.mktemp(suffix=".json")
-    with open(path, "w") as f:
-        json.dump(cfg, f)
-    p = subprocess.Popen([GATHER, "serve", "--config", path], stdout=subprocess.PIPE,
-                         stderr=subprocess.DEVNULL, text=True)
-    line = p.stdout.readline()
-    return p, int(line.rsplit(":", 1)[1])
-
-
-def metrics(port):
-    c = http.client.HTTPConnection("127.0.0.1", port)
-    c.request("GET", "/metrics")
-    return c.getresponse().read().decode()
 
 
 def wait_shared(port):
@@ -101,7 +80,7 @@ def run(shared, down_port, redis_port):
     subprocess.run(["redis-cli", "-p", str(redis_port), "FLUSHALL"], capture_output=True)
     with calls_lock:
         calls.clear()
-    gateways = [start_gateway(cfg) for _ in range(GATEWAYS)]
+    gateways = [start_gateway(GATHER, cfg) for _ in range(GATEWAYS)]
     for _, port in gateways:
         wait_shared(port)
     statuses = collections.Counter()
@@ -147,20 +126,13 @@ def run(shared, down_port, redis_port):
 
 
 def main():
-    redis_port = free_port()
-    redis = subprocess.Popen(["redis-server", "--port", str(redis_port), "--bind", "127.0.0.1", "--save", "",
-                              "--appendonly", "no", "--logfile", ""], stdout=subprocess.DEVNULL)
     down = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Counting)
     threading.Thread(target=down.serve_forever, daemon=True).start()
-    time.sleep(0.3)
-    try:
+    with redis_server() as redis_port:
         print(f"{GATEWAYS} gateways, {RATE:g} requests/s each over {KEYS} keys, TTL {TTL_MS} ms, {DURATION:g} s "
               f"(the floor: 1 call per key per TTL = {1000 / TTL_MS:.2f} per key per s)")
         for shared in (False, True):
             run(shared, down.server_address[1], redis_port)
-    finally:
-        redis.terminate()
-        redis.wait()
 
 
 if __name__ == "__main__":
