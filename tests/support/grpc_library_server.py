@@ -2,7 +2,7 @@
 """A real gRPC server for the tests: the seed's linkd.v3.Library on Debian's grpcio (asyncio),
 its handlers registered from a descriptor set, without generated code.
 
-    /usr/bin/python3 grpc_library_server.py DESCRIPTOR_SET [REFLECTION...]
+    /usr/bin/python3 grpc_library_server.py DESCRIPTOR_SET [REFLECTION...] [evolved]
 
 REFLECTION: "v1" and/or "v1alpha": it also serves gRPC server reflection in those versions
 (grpc.reflection.<v>.ServerReflection/ServerReflectionInfo, file_containing_symbol and
@@ -12,6 +12,9 @@ but reflection names it only after SIGUSR1 ("a method added after start"), which
 {"event": "added"}. Each reflection request prints {"event": "reflection", "api": v, "asked": s}.
 REFLECTION "lean": library.proto also imports linkd/v3/extra.proto (an empty file), and an answer
 holds only the file asked for, not its imports: the client must ask for extra.proto by name.
+"evolved": the server runs a later library.proto than the set's, GetBookRequest with
+`string edition = 2` and Book with `string subtitle = 9` (set to "second edition" in every book):
+what a gateway still on the set's descriptors neither sends nor shows.
 
 Prints "port N" once it listens on 127.0.0.1:N, then one JSON line per thing a test waits for:
   {"event": "call", "method": ..., "request": {...}, "metadata": {...}, "timeout": seconds|null}
@@ -23,7 +26,8 @@ Prints "port N" once it listens on 127.0.0.1:N, then one JSON line per thing a t
 What a call does depends on its request (isbn for GetBook, query for SearchBooks):
   GetBook   "missing" NOT_FOUND, "unavailable" UNAVAILABLE, "exhausted" RESOURCE_EXHAUSTED,
             "denied" PERMISSION_DENIED, "late-missing" NOT_FOUND after 100 ms, "hang" never answers, "flaky-K" UNAVAILABLE for its
-            first K calls, then a book; anything else: a book (stock 0, format EBOOK, a big sold).
+            first K calls, then a book; "held" a book once SIGUSR2 came (after its call line);
+            anything else: a book (stock 0, format EBOOK, a big sold).
   SearchBooks "ten" 10 books (the 6th after 200 ms), "three" 3 books then OK, "fail2" 2 books
             then INTERNAL, "hang" nothing until cancelled, anything else page_size books.
 """
@@ -37,9 +41,22 @@ import grpc
 from google.protobuf import descriptor_pb2, descriptor_pool, json_format, message_factory
 
 
-def load_types(path):
+def evolve(files):
+    """The fields a later library.proto added (see "evolved" above)."""
+    T = descriptor_pb2.FieldDescriptorProto
+    library = next(f for f in files.file if f.name == "linkd/v3/library.proto")
+    messages = {m.name: m for m in library.message_type}
+    messages["GetBookRequest"].field.add(name="edition", json_name="edition", number=2,
+                                         type=T.TYPE_STRING, label=T.LABEL_OPTIONAL)
+    messages["Book"].field.add(name="subtitle", json_name="subtitle", number=9, type=T.TYPE_STRING,
+                               label=T.LABEL_OPTIONAL)
+
+
+def load_types(path, evolved=False):
     with open(path, "rb") as f:
         files = descriptor_pb2.FileDescriptorSet.FromString(f.read())
+    if evolved:
+        evolve(files)
     pool = descriptor_pool.DescriptorPool()
     for proto in files.file:
         pool.Add(proto)
@@ -159,14 +176,17 @@ def emit(**event):
 
 
 def main():
-    files, Book, GetBookRequest, SearchBooksRequest = load_types(sys.argv[1])
-    apis = [api for api in sys.argv[2:] if api != "lean"]
+    evolved = "evolved" in sys.argv[2:]
+    files, Book, GetBookRequest, SearchBooksRequest = load_types(sys.argv[1], evolved)
+    apis = [api for api in sys.argv[2:] if api not in ("lean", "evolved")]
     reflected = reflected_files(files, "lean" in sys.argv[2:])
     flaky_calls = {}
+    released = asyncio.Event()  # SIGUSR2: "held" calls answer
 
     def book(isbn, n=0):
+        more = {"subtitle": "second edition"} if evolved else {}
         return Book(isbn=isbn, title="Book " + str(n), author="Author " + str(n), stock=n,
-                    format="EBOOK", sold=12345678901234 + n, tags=[])
+                    format="EBOOK", sold=12345678901234 + n, tags=[], **more)
 
     def seen(method, request, context):
         remaining = context.time_remaining()
@@ -192,6 +212,8 @@ def main():
             flaky_calls[isbn] = flaky_calls.get(isbn, 0) + 1
             if flaky_calls[isbn] <= left:
                 await context.abort(grpc.StatusCode.UNAVAILABLE, "flaky")
+        if isbn == "held":
+            await released.wait()
         if isbn == "hang":
             try:
                 await asyncio.sleep(3600)
@@ -255,6 +277,7 @@ def main():
             (grpc.method_handlers_generic_handler("linkd.v3.Library", handlers),) +
             tuple(reflection_handler(api) for api in apis))
         asyncio.get_running_loop().add_signal_handler(signal.SIGUSR1, added)
+        asyncio.get_running_loop().add_signal_handler(signal.SIGUSR2, released.set)
         port = server.add_insecure_port("127.0.0.1:0")
         await server.start()
         print("port", port, flush=True)
