@@ -19,11 +19,12 @@
 # the measured run, root only), WAKERS (if set: who woke the side's busiest thread, and why, per
 # request: bench/wakers.py; root), GATHER_TOP (a JSON object merged into every config's top level,
 # e.g. '{"io_threads": 2}'), GATHER_ROUTE (a JSON object merged into every route), WRK_HEADER (a
-# header every wrk request carries), S2_CONNS (S2's connections, default 64), S1_CONNS (S1's,
-# default 64), SPANS (a sample ratio, e.g. 0.05: Gather exports that share of its requests' spans to
-# bench/span_split.py, which prints under each row where a request's time went inside Gather:
-# arrival to first call, the calls, last answer to answer; Gather builds only: the peers refuse the
-# `tracing` key, and bench/compare.sh leaves it off for them).
+# header every wrk request carries), S0_CONNS (S0's connections, default 16), S2_CONNS (S2's
+# connections, default 64), S1_CONNS (S1's, default 64), SPANS (a sample ratio, e.g. 0.05: Gather
+# exports that share of its requests' spans to bench/span_split.py, which prints under each row
+# where a request's time went inside Gather: arrival to first call, the calls, last answer to
+# answer; Gather builds only: the peers refuse the `tracing` key, and bench/compare.sh leaves it off
+# for them).
 # Under each row: its CPU split into user and kernel, and the side's context switches and minor
 # page faults per request.
 # Needs: nginx-light libnginx-mod-http-echo wrk (apt-get install -y nginx-light
@@ -364,7 +365,7 @@ LUA
 s0() {
   gen_config "$WORK/s0.json" 1024 \
     "{\"path\": \"/p/{id}\", \"deadline_ms\": 1000, \"sections\": $(sections_json 1 /instant 500)}"
-  bench "S0 overhead" "$WORK/s0.json" 16 /p/1
+  bench "S0 overhead" "$WORK/s0.json" "${S0_CONNS:-16}" /p/1
 }
 
 s1() {
