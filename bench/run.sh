@@ -7,7 +7,8 @@
 #                                   s0_h2 s1_h2 (h2c with h2load), curve_sections curve_body curve_idle
 #                                   curve_inflight (bench/curves.sh), book (the seed's book page over
 #                                   gRPC) and grpc_call (one call over HTTP/1.1, HTTP/2 and gRPC; both
-#                                   need build/bench/grpc_downstream): not in the default list
+#                                   need build/bench/grpc_downstream), s1_dsh2 (S1's sections over
+#                                   HTTP/1.1 against HTTP/2): not in the default list
 #
 # Environment: GATHER_BIN (default build-bench/gather, else build/gather), DURATION (wrk seconds,
 # default 10), NGINX_PORT (default 18931), WRK_THREADS (default 2), PERF_OUT (if set: `perf record
@@ -497,6 +498,33 @@ guards() {
 # S1 answered as a page's own object (docs/config.md#shape): the four sections rebuilt into two
 # objects, whole data and fields found in the bytes, against S1 with its envelope. ROUNDS (default
 # 3) interleaved rounds, unshaped then shaped in each, then the medians of CPU per request.
+# S1 with its four sections called over HTTP/1.1 (@D@, a pool of connections) and over HTTP/2
+# ("http2": true, nginx's h2c port, the calls multiplexed), ROUNDS interleaved rounds, 64
+# connections: CPU per request, p99 and the downstream connections of each. A Gather build only:
+# the peers call their downstreams over HTTP/1.1.
+s1_dsh2() {
+  local h1 h2
+  h1=$(sections_json 4 /d20 500)
+  h2=$(python3 -c 'import json, sys
+s = json.loads(sys.argv[1])
+for x in s: x.update(url=x["url"].replace("@D@", "http://127.0.0.1:%s" % sys.argv[2]), http2=True)
+print(json.dumps(s))' "$h1" $((NPORT + 1)))
+  gen_config "$WORK/dsh1.json" 1024 "{\"path\": \"/p/{id}\", \"deadline_ms\": 1000, \"sections\": $h1}"
+  gen_config "$WORK/dsh2.json" 1024 "{\"path\": \"/p/{id}\", \"deadline_ms\": 1000, \"sections\": $h2}"
+  local r cpus1=() cpus2=()
+  for ((r = 1; r <= ${ROUNDS:-3}; r++)); do
+    DS_PORT=$NPORT bench "S1 h1 downstream r$r" "$WORK/dsh1.json" 64 /p/1; cpus1+=("$ROW_CPU_US")
+    DS_PORT=$((NPORT + 1)) bench "S1 h2 downstream r$r" "$WORK/dsh2.json" 64 /p/1; cpus2+=("$ROW_CPU_US")
+  done
+  python3 - "${cpus1[*]}" "${cpus2[*]}" <<'PY'
+import statistics, sys
+a, b = [list(map(float, x.split())) for x in sys.argv[1:3]]
+print("    us CPU/req per round: HTTP/1.1 downstream %s, HTTP/2 %s" % (a, b))
+print("    medians: HTTP/1.1 %.0f, HTTP/2 %.0f: HTTP/2 / HTTP/1.1 x%.3f"
+      % (statistics.median(a), statistics.median(b), statistics.median(b) / statistics.median(a)))
+PY
+}
+
 shape() {
   local plain; plain=$(sections_json 4 /d20 500)
   gen_config "$WORK/sh0.json" 1024 "{\"path\": \"/p/{id}\", \"deadline_ms\": 1000, \"sections\": $plain}"
