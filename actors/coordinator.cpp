@@ -242,7 +242,7 @@ grpc_part_of(coordinator_state& st, std::size_t i, std::string& cache_text) {
   part->plan = &**plan;
   part->path = "/" + grpc.full_method();
   part->message = std::move(bytes.text);
-  part->max_messages = grpc.max_messages;
+  part->max_messages = (*plan)->server_streaming() ? std::max<std::size_t>(1, grpc.max_messages) : 0;
   // The cache key: the method, the rendered message (and, as for a URL, the forwarded headers).
   cache_text = grpc.target + part->path + "\n" + message->dump();
   return part;

@@ -3,8 +3,13 @@
 //   gateway worker --hello(version)--> node_service --hello(version)--> gateway (a link thread)
 //   gateway worker --work(section_work)--> node_service --spawn--> section_worker
 //                                          (delegated: the worker answers the gateway worker itself,
-//                                           sends it attempt messages, and monitors it: if the
-//                                           gateway worker goes, the call is cancelled)
+//                                           sends it attempt messages (and a gRPC call's code as
+//                                           each call ends), and monitors it: if the gateway worker
+//                                           goes, the call is cancelled)
+//
+// A gRPC section's work comes with its request message already encoded: the node has no
+// descriptors, so it makes the call as the work says and answers with the messages undecoded;
+// the gateway's worker decodes them with the descriptors its request began on.
 #include <caf/all.hpp>
 
 #include "gather/values/atoms.hpp"
@@ -12,6 +17,7 @@
 #include "gather/actors/messages.hpp"
 #include "gather/actors/section_worker.hpp"
 #include "gather/cluster/worker_node.hpp"
+#include "gather/downstream/call_face.hpp"
 
 namespace gather {
 
@@ -27,6 +33,13 @@ caf::behavior node_service(caf::event_based_actor* self, const process_services&
       call.deadline = std::chrono::steady_clock::now() + millis{work.budget_ms};
       call.work = std::move(work);
       call.progress = std::make_shared<request_progress>(0); // its attempts: counted by message
+      if (!call.work.grpc_path.empty()) { // no descriptors here: the messages go back undecoded
+        auto part = std::make_shared<grpc_call_part>();
+        part->path = std::move(call.work.grpc_path);
+        part->message = std::move(call.work.grpc_message);
+        part->max_messages = static_cast<std::size_t>(call.work.grpc_max_messages);
+        call.grpc = std::move(part);
+      }
       auto worker = self->spawn(section_worker, requester, std::ref(services), serving, std::move(call));
       return self->delegate(worker, run_atom::value);
     },

@@ -9,7 +9,8 @@
 //                                                       hedge delay: one more call of the attempt)
 //                                    worker --store---> section_cache   (a flight's leader)
 //                                    worker --work----> node_service on a cluster node, which runs
-//                                           <--attempt, section_outcome--  a worker just like this one
+//                                           <--attempt, called(gRPC code), section_outcome--
+//                                              a worker just like this one
 //                                              (or a down message: the node died, retry or error)
 //   coordinator <--section_outcome-- worker, which then quits
 //
@@ -310,8 +311,7 @@ void execute(worker_ptr self) {
   auto slot = admit(self);
   if (!slot)
     return;
-  // A gRPC call needs the descriptors of this process's configuration: it runs here.
-  if (st.services->nodes.has_nodes() && !st.call.grpc) {
+  if (st.services->nodes.has_nodes()) {
     auto where = st.services->nodes.place();
     if (where.node)
       return run_remote(self, *where.node, std::move(where.actor), std::move(*slot));
@@ -333,8 +333,12 @@ void call_ended(worker_ptr self, std::uint32_t seq, answer_verdict&& verdict) {
   const auto started = call->started;
   auto span = std::move(call->span);
   call.reset(); // its bulkhead slot goes back
-  if (verdict.grpc_code >= 0 && st.call.guard)
-    st.serving->counters.grpc_call(st.call.route, st.call.index, verdict.grpc_code);
+  if (verdict.grpc_code >= 0) { // a node's call is counted by the gateway that sent it
+    if (st.call.guard)
+      st.serving->counters.grpc_call(st.call.route, st.call.index, verdict.grpc_code);
+    else
+      self->send(st.coordinator, called_atom::value, std::int32_t{verdict.grpc_code});
+  }
   const bool retryable = verdict.retryable;
   auto outcome = outcome_of(std::move(verdict));
   span.finish(outcome.status, outcome.last_http, outcome.grpc_code);
@@ -418,6 +422,11 @@ caf::behavior section_worker(caf::stateful_actor<section_worker_state>* self, ca
     [self](poll_atom) { shared_poll(self); },
     [self](hedge_atom, std::uint32_t attempt) { on_hedge(self, attempt); },
     [self](attempt_atom, std::size_t) { count_attempt(self, self->state.attempts > 0); }, // from the node
+    [self](called_atom, std::int32_t code) { // a gRPC call the node made ended
+      auto& st = self->state;
+      if (st.call.guard)
+        st.serving->counters.grpc_call(st.call.route, st.call.index, code);
+    },
   };
 }
 

@@ -1,8 +1,11 @@
 // A section's attempt run on a cluster node (docs/cluster.md): it holds one bulkhead slot and counts
 // in the circuit as one attempt; a node that dies or goes quiet fails it like a connection error.
+// A gRPC section's work carries its message encoded here, and its answer comes back undecoded:
+// the node has no descriptors, this process decodes with those its request began on.
 #include <caf/all.hpp>
 
 #include "gather/actors/messages.hpp"
+#include "gather/downstream/call_face.hpp"
 #include "gather/cluster/cluster.hpp"
 #include "gather/resilience/section_guards.hpp"
 #include "gather/actors/process_services.hpp"
@@ -25,6 +28,30 @@ void leave_node(worker_ptr self) {
     return;
   self->demonitor(st.remote->actor());
   st.remote.reset();
+}
+
+/// A gRPC section's work carries its call as the wire needs it: the node has no descriptors.
+void add_grpc_call(section_work& work, const grpc_call_part& grpc) {
+  work.grpc_path = grpc.path;
+  work.grpc_message = grpc.message;
+  work.grpc_max_messages = grpc.max_messages;
+}
+
+/// A gRPC section's ok outcome from a node holds the messages as they came: decoded here with the
+/// descriptors the request began on, projected and cut as a call made here would be. A message
+/// that does not parse as the output type fails the section as it would here (no retry).
+void decode_node_answer(worker_ptr self, section_outcome& outcome) {
+  const auto& st = self->state;
+  if (!st.call.grpc || outcome.status != section_status::ok)
+    return;
+  auto data = grpc_data_of(outcome.messages, *st.call.grpc, st.call.work.fields, st.call.work.max_items);
+  outcome.messages.clear();
+  if (data.ok) {
+    outcome.data = std::move(data.text);
+    return;
+  }
+  outcome.status = section_status::error;
+  outcome.detail = std::move(data.error);
 }
 
 } // namespace
@@ -53,6 +80,8 @@ void run_remote(worker_ptr self, std::size_t node, caf::actor actor, concurrency
   auto work = st.call.work;
   work.attempts = std::max(1, work.attempts - st.attempts); // what is left of the policy
   work.budget_ms = time_left(st).count();
+  if (st.call.grpc)
+    add_grpc_call(work, *st.call.grpc);
   self->request(actor, time_left(st) + node_reply_grace, work_atom::value, std::move(work))
     .then(
       [self, sent = ++st.sent](section_outcome& outcome) {
@@ -61,6 +90,7 @@ void run_remote(worker_ptr self, std::size_t node, caf::actor actor, concurrency
           return;
         outcome.node = st.remote->address();
         leave_node(self);
+        decode_node_answer(self, outcome);
         circuit_record(self, outcome.status != section_status::ok);
         finish(self, std::move(outcome));
       },

@@ -1,5 +1,6 @@
 #include "gather/downstream/batch_plan.hpp"
 
+#include <algorithm>
 #include <unordered_map>
 
 #include "gather/config/url_template.hpp"
@@ -54,7 +55,7 @@ batch_plan plan_grpc_batch(std::vector<batch_item> items, const grpc_call_config
           part->plan = method;
           part->path = path;
           part->message = std::move(bytes.text);
-          part->max_messages = call.max_messages;
+          part->max_messages = method->server_streaming() ? std::max<std::size_t>(1, call.max_messages) : 0;
         } else {
           refused = "grpc message: " + bytes.error;
         }

@@ -17,9 +17,8 @@ bool hop_by_hop(const std::string& name) {
   return std::any_of(std::begin(names), std::end(names), [&](const char* n) { return name == n; });
 }
 
-/// A gRPC call's result as a section's verdict: OK with its message (unary) or the array of its
-/// messages (a stream), each projected by `fields`, the stream cut to `max_items` (0: all); the
-/// code decides the rest.
+/// A gRPC call's result as a section's verdict: OK with its data (grpc_data_of), or on a cluster
+/// node, which has no descriptors, with its messages as they came; the code decides the rest.
 answer_verdict verdict_of(grpc::call_result&& result, const grpc_call_part& call,
                           const std::vector<field_path>& fields, std::size_t max_items) {
   answer_verdict v;
@@ -33,32 +32,48 @@ answer_verdict verdict_of(grpc::call_result&& result, const grpc_call_part& call
       v.detail = v.detail.empty() ? result.detail : v.detail + " (" + result.detail + ")";
     return v;
   }
+  if (!call.catalog) {
+    v.messages = std::move(result.messages);
+    return v;
+  }
+  auto data = grpc_data_of(result.messages, call, fields, max_items);
+  if (!data.ok) {
+    v.status = section_status::error;
+    v.retryable = false;
+    v.detail = std::move(data.error);
+    return v;
+  }
+  v.data = std::move(data.text);
+  return v;
+}
+
+} // namespace
+
+grpc::conversion grpc_data_of(const std::vector<std::string>& messages, const grpc_call_part& call,
+                              const std::vector<field_path>& fields, std::size_t max_items) {
+  grpc::conversion out;
   const grpc::message_types types{*call.catalog->resolver, *call.catalog->factory};
   const auto& output = *call.plan->method->output_type();
   auto data = nlohmann::json::array();
-  for (const auto& bytes : result.messages) {
+  for (const auto& bytes : messages) {
     auto json = grpc::decode_message(types, output, bytes);
     if (!json.ok) {
-      v.status = section_status::error;
-      v.retryable = false;
-      v.detail = "grpc answer: " + json.error;
-      return v;
+      out.error = "grpc answer: " + json.error;
+      return out;
     }
     auto value = nlohmann::json::parse(json.text, nullptr, false);
     data.push_back(fields.empty() ? std::move(value) : project_fields(value, fields));
   }
   if (!call.plan->server_streaming() && data.size() != 1) { // the reader never lets this by
-    v.status = section_status::error;
-    v.detail = "grpc answer: a unary method answered OK with " + std::to_string(data.size()) + " messages";
-    return v;
+    out.error = "grpc answer: a unary method answered OK with " + std::to_string(data.size()) + " messages";
+    return out;
   }
   if (max_items != 0 && data.size() > max_items)
     data.erase(data.begin() + static_cast<std::ptrdiff_t>(max_items), data.end());
-  v.data = (call.plan->server_streaming() ? data : data.at(0)).dump();
-  return v;
+  out.text = (call.plan->server_streaming() ? data : data.at(0)).dump();
+  out.ok = true;
+  return out;
 }
-
-} // namespace
 
 std::vector<std::pair<std::string, std::string>> metadata_of(const std::string& header_lines,
                                                              const std::string& skip) {
@@ -100,9 +115,7 @@ std::uint64_t start_section_call(downstream_client& client, section_call_request
     grpc_request.timeout = request.timeout;
     grpc_request.grpc_timeout = std::min(request.timeout, request.left);
     grpc_request.max_response_bytes = request.max_response_bytes;
-    grpc_request.max_messages = call->plan->server_streaming()
-                                    ? std::max<std::size_t>(1, call->max_messages)
-                                    : 0;
+    grpc_request.max_messages = call->max_messages;
     grpc_request.slow_after = request.slow_after;
     grpc_request.slow = std::move(request.slow);
     return start_grpc_call(client, std::move(grpc_request),

@@ -228,8 +228,10 @@ section_outcome outcome_of(answer_verdict&& verdict) {
   outcome.last_http = verdict.http_status;
   outcome.grpc_code = verdict.grpc_code;
   outcome.detail = std::move(verdict.detail);
-  if (verdict.status == section_status::ok)
+  if (verdict.status == section_status::ok) {
     outcome.data = std::move(verdict.data);
+    outcome.messages = std::move(verdict.messages);
+  }
   return outcome;
 }
 

@@ -12,47 +12,15 @@
 
 #include "gather/downstream/call_face.hpp"
 #include "support/child_process.hpp"
+#include "support/grpc_library.hpp"
 #include "support/gateway_fixture.hpp"
 #include "support/test_server.hpp"
 
 using json = nlohmann::json;
+using gather::test::grpc_library;
 using gather::test::running_gateway;
 
 namespace {
-
-/// The Python server, started once per test case; `events` reads the lines it prints.
-class grpc_library {
-public:
-  grpc_library()
-      : process_("/usr/bin/python3", {std::string(GATHER_SOURCE_DIR) + "/tests/support/grpc_library_server.py",
-                                      GATHER_TEST_DESCRIPTOR_SET}) {
-    auto line = process_.wait_for_line("port ");
-    REQUIRE(line);
-    port_ = std::stoi(line->substr(line->find(' ') + 1));
-  }
-  std::string target() const { return "http://127.0.0.1:" + std::to_string(port_); }
-  /// The first event line holding `needle` not taken yet, parsed. Lines of other events stay for
-  /// later asks: concurrent calls (a page's GetBook and SearchBooks) reach the server in any order.
-  json event(const std::string& needle) {
-    for (;;) {
-      const auto held = std::find_if(lines_.begin(), lines_.end(),
-                                     [&](const std::string& l) { return l.find(needle) != std::string::npos; });
-      if (held != lines_.end()) {
-        auto parsed = json::parse(*held);
-        lines_.erase(held);
-        return parsed;
-      }
-      auto line = process_.wait_for_line("");
-      REQUIRE(line);
-      lines_.push_back(std::move(*line));
-    }
-  }
-
-private:
-  gather::test::child_process process_;
-  int port_ = 0;
-  std::vector<std::string> lines_; ///< read from the server, not taken by an ask yet
-};
 
 json book_sections(const grpc_library& server, json related_extra = json::object()) {
   json meta = {{"name", "meta"}, {"required", true}, {"timeout_ms", 300},
@@ -145,7 +113,7 @@ TEST_CASE("grpc: a required section maps NOT_FOUND 404, a hang 504, the rest 503
   CHECK(json::parse(r->body)["error"] == "upstream_timeout");
   const auto hung = server.event("\"hang\"");
   CHECK(hung["timeout"].get<double>() <= 0.3); // told no more than the attempt's 300 ms
-  CHECK(server.event("\"cancelled\"")["method"] == "GetBook"); // the call ended at the server too
+  CHECK(server.event(R"("event": "cancelled", "method": "GetBook")")["method"] == "GetBook"); // the call ended at the server too
   const auto metrics = gw.get("/metrics")->body;
   for (const char* code : {"NOT_FOUND", "PERMISSION_DENIED", "DEADLINE_EXCEEDED"})
     CHECK(metrics.find(std::string(R"(gather_grpc_calls_total{route="/books/{isbn}",section="meta",code=")") +

@@ -231,13 +231,15 @@ def main():
             for n in range(count):
                 if query == "ten" and n == 5:
                     await asyncio.sleep(0.2)
+                sent += 1 # counted as handed over: a cancel may find the generator at its yield
                 yield book(query + "-" + str(n), n)
-                sent += 1
             if query == "fail2":
                 await context.abort(grpc.StatusCode.INTERNAL, "broke after 2")
             if query == "hang":
                 await asyncio.sleep(3600)
-        except asyncio.CancelledError:
+        except (asyncio.CancelledError, GeneratorExit):
+            # CancelledError when the cancel finds the handler awaiting (the 6th message's
+            # delay); GeneratorExit when it finds it at a yield, its message still being written.
             emit(event="cancelled", method="SearchBooks", sent=sent, left=context.time_remaining())
             raise
         emit(event="done", method="SearchBooks", sent=sent)

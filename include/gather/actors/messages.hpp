@@ -19,7 +19,7 @@ typename Inspector::result_type inspect(Inspector& f, transfer_result& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, answer_verdict& x) {
   return f(caf::meta::type_name("gather.answer_verdict"), x.status, x.retryable, x.data,
-           x.http_status, x.grpc_code, x.detail);
+           x.http_status, x.grpc_code, x.detail, x.messages);
 }
 
 void register_message_types(caf::actor_system_config& cfg);

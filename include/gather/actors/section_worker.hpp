@@ -45,7 +45,8 @@ struct section_call {
   /// it is no route section of the node's; the gateway that sent it guards and counts it.
   section_guard* guard = nullptr;
   /// A gRPC section's call (its target is work.url): the message rendered and encoded, and the
-  /// plan and descriptors of the request's generation, which outlives the worker.
+  /// plan and descriptors of the request's generation, which outlives the worker. On a cluster
+  /// node: the path, message and max_messages its work carried, without descriptors.
   std::shared_ptr<const grpc_call_part> grpc;
 };
 

@@ -22,7 +22,9 @@
 namespace gather {
 
 /// Gateways and nodes exchange section_work and section_outcome; both must read them alike.
-constexpr std::int32_t cluster_protocol_version = 2; ///< 2: hedges, not_made, deadline_header
+/// 2: hedges, not_made, deadline_header; 3: gRPC work (its path, encoded message and
+/// max_messages) and its answer's messages, a gRPC call's code reported per call
+constexpr std::int32_t cluster_protocol_version = 3;
 
 /// Reconnect backoff of a link to a node that is down: doubles from the first to the cap.
 constexpr millis node_reconnect_first{100};

@@ -14,6 +14,7 @@
 #include "gather/config/config.hpp"
 #include "gather/downstream/downstream_answer.hpp"
 #include "gather/downstream/downstream_client.hpp"
+#include "gather/downstream/grpc_json.hpp"
 
 namespace gather {
 
@@ -24,12 +25,16 @@ struct proto_catalog;
 struct grpc_call_part {
   /// Its descriptors (a generation's, or what reflection added to them), held for as long as the
   /// call's completion may run on its loop (after the request and its generation are gone, when
-  /// the worker quit first); `plan` points into them.
+  /// the worker quit first); `plan` points into them. Both null on a cluster node, which has no
+  /// descriptors: its call answers with the messages as they came (answer_verdict::messages),
+  /// which the gateway that sent the work decodes (grpc_data_of).
   std::shared_ptr<const proto_catalog> catalog;
   const grpc_method_plan* plan = nullptr;
   std::string path;    ///< "/package.Service/Method"
   std::string message; ///< the request message, serialized
-  std::size_t max_messages = 0; ///< a server stream's grpc.max_messages
+  /// 0 for a unary method; a server stream's grpc.max_messages (at least 1): the call is
+  /// cancelled after that many.
+  std::size_t max_messages = 0;
 };
 
 /// One call of a section's attempt.
@@ -53,6 +58,13 @@ using verdict_completion = std::function<void(answer_verdict&&)>;
 /// Starts the call; `done` runs once on the loop that ran it (never if the id is cancelled first).
 std::uint64_t start_section_call(downstream_client& client, section_call_request request,
                                  verdict_completion done);
+
+/// The messages of a gRPC call that ended OK as a section's data, with `call`'s descriptors: each
+/// decoded to JSON (the three print choices of grpc_json.hpp) and projected by `fields`; a
+/// stream's the array of them cut to `max_items` (0: all), a unary method's its one message. Not
+/// ok when a message does not parse as the output type (`error` says why).
+grpc::conversion grpc_data_of(const std::vector<std::string>& messages, const grpc_call_part& call,
+                              const std::vector<field_path>& fields, std::size_t max_items);
 
 /// "Name: value\r\n" lines as gRPC metadata: names lower case; grpc-* names, hop-by-hop ones,
 /// accept, `skip` (the deadline header) and values that are not printable ASCII are never sent.

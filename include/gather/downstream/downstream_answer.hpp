@@ -20,6 +20,9 @@ struct answer_verdict {
   int http_status = 0;
   int grpc_code = -1;     ///< a gRPC call's status code; -1 for an HTTP call
   std::string detail;     ///< private reason for the log
+  /// A gRPC call made on a cluster node that ended OK: its messages as they came, undecoded (the
+  /// node has no descriptors; the gateway makes `data` of them). Empty otherwise.
+  std::vector<std::string> messages;
 };
 
 /// Classifies one attempt: 2xx with a JSON body that is not `null` is ok; everything else (a

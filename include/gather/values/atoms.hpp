@@ -19,5 +19,6 @@ using gate_atom = caf::atom_constant<caf::atom("gate")>;         ///< start gate
 using shared_atom = caf::atom_constant<caf::atom("shared")>;     ///< shared store -> worker: what it found
 using poll_atom = caf::atom_constant<caf::atom("poll")>;         ///< worker -> itself: look in the store again
 using work_atom = caf::atom_constant<caf::atom("work")>;         ///< gateway worker -> node: a section_work
+using called_atom = caf::atom_constant<caf::atom("called")>;     ///< node worker -> gateway worker: a gRPC call's code
 
 } // namespace gather

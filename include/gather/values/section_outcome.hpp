@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include <caf/meta/type_name.hpp>
 
@@ -32,12 +33,15 @@ struct section_outcome {
   std::int32_t hedges = 0;      ///< hedge calls made (counted in `attempts` too)
   not_made_reason not_made = not_made_reason::none;
   std::int32_t grpc_code = -1;  ///< a gRPC section's last status code (the log's "grpc"); -1: none
+  /// A gRPC section run on a cluster node, status ok: the answer's messages as they came, which
+  /// the gateway's worker decodes into `data` with its descriptors (empty once it did).
+  std::vector<std::string> messages;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, section_outcome& x) {
   return f(caf::meta::type_name("gather.section_outcome"), x.status, x.source, x.attempts, x.ms,
-           x.data, x.last_http, x.detail, x.node, x.hedges, x.not_made, x.grpc_code);
+           x.data, x.last_http, x.detail, x.node, x.hedges, x.not_made, x.grpc_code, x.messages);
 }
 
 } // namespace gather

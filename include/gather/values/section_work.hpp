@@ -26,13 +26,20 @@ struct section_work {
   /// Lower-case name of the header that tells each call how long it may take; empty: none.
   std::string deadline_header;
   bool http2 = false; ///< over HTTP/2 (transfer_request::http2)
+  /// A gRPC section's call sent to a cluster node (`url` is its target): the method's path
+  /// ("/package.Service/Method", empty for an HTTP section), the request message already encoded
+  /// by the gateway, and how many messages a server stream may bring (0: unary). The node has no
+  /// descriptors: it answers with the messages undecoded (section_outcome::messages).
+  std::string grpc_path;
+  std::string grpc_message;
+  std::uint64_t grpc_max_messages = 0;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, section_work& x) {
   return f(caf::meta::type_name("gather.section_work"), x.url, x.headers, x.timeout_ms, x.attempts,
            x.backoff_ms, x.multiplier, x.fields, x.max_items, x.max_response_bytes, x.budget_ms,
-           x.deadline_header, x.http2);
+           x.deadline_header, x.http2, x.grpc_path, x.grpc_message, x.grpc_max_messages);
 }
 
 /// The retry policy and timeout of `work` in the config's types.
