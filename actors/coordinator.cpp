@@ -42,8 +42,7 @@
 #include "gather/actors/serving_config.hpp"
 #include "gather/ops/metrics.hpp"
 #include "gather/config/url_template.hpp"
-#include "gather/downstream/grpc_json.hpp"
-#include "gather/downstream/proto_catalog.hpp"
+#include "grpc_section_part.hpp"
 
 #include <variant>
 
@@ -210,44 +209,6 @@ std::optional<nlohmann::json> resolve_value(coordinator_state& st, const url_par
 
 void on_outcome(coordinator_ptr self, std::size_t i, section_outcome outcome);
 
-/// A gRPC section's call: its message rendered and encoded as its method's input type; or, when
-/// that cannot be, the section's end with no call made (its reason for the log).
-std::variant<std::shared_ptr<const grpc_call_part>, section_outcome>
-grpc_part_of(coordinator_state& st, std::size_t i, std::string& cache_text) {
-  const auto& grpc = *st.job->route->sections[i].grpc;
-  const auto& serving = *st.job->serving;
-  auto catalog = serving.descriptors();
-  const auto* plan = catalog ? &catalog->sections[st.job->route_index][i] : nullptr;
-  section_outcome refused;
-  refused.status = section_status::error;
-  if (!plan || !*plan) {
-    // No call and no wait: reflection may find the method for a later request.
-    serving.unknown_method(grpc);
-    refused.detail = "grpc: " + grpc.full_method() + " is not known (no descriptors name it" +
-                     (grpc.reflection ? "; its target's reflection is asked" : "") + ")";
-    return refused;
-  }
-  auto message = grpc::render_message(grpc, (*plan)->as_text,
-                                      [&](const url_part& part) { return resolve_value(st, part); });
-  if (!message)
-    return skipped("a field the message reads is absent or not a scalar");
-  const grpc::message_types types{*catalog->resolver, *catalog->factory};
-  auto bytes = grpc::encode_message(types, *(*plan)->method->input_type(), *message);
-  if (!bytes.ok) {
-    refused.detail = "grpc message: " + bytes.error;
-    return refused;
-  }
-  auto part = std::make_shared<grpc_call_part>();
-  part->catalog = catalog;
-  part->plan = &**plan;
-  part->path = "/" + grpc.full_method();
-  part->message = std::move(bytes.text);
-  part->max_messages = (*plan)->server_streaming() ? std::max<std::size_t>(1, grpc.max_messages) : 0;
-  // The cache key: the method, the rendered message (and, as for a URL, the forwarded headers).
-  cache_text = grpc.target + part->path + "\n" + message->dump();
-  return part;
-}
-
 void launch(coordinator_ptr self, std::size_t i) {
   auto& st = self->state;
   const auto& section = st.job->route->sections[i];
@@ -255,7 +216,8 @@ void launch(coordinator_ptr self, std::size_t i) {
   std::optional<std::string> url;
   if (section.grpc) {
     url.emplace();
-    auto part = grpc_part_of(st, i, *url);
+    auto part = grpc_section_part(*st.job->serving, st.job->route_index, i, *section.grpc,
+                                  [&](const url_part& part) { return resolve_value(st, part); }, *url);
     if (auto* ended = std::get_if<section_outcome>(&part))
       return finish(st, i, std::move(*ended));
     grpc = std::move(std::get<0>(part));

@@ -24,9 +24,9 @@
 // a remote run leaves its node, a probe ends as failed. Every call and every remote run holds its
 // bulkhead slot (concurrency_limit::slot), given back when it goes, however it ends.
 //
-// This file: the actor, attempts, calls, hedges, retries and the guard. A cached section's lookup
-// and flight: section_worker_cache.cpp; an attempt run on a cluster node:
-// section_worker_remote.cpp; what they share: section_worker_steps.hpp.
+// This file: the actor, attempts, calls, hedges and retries. The guard: section_worker_guard.cpp;
+// a cached section's lookup and flight: section_worker_cache.cpp; an attempt run on a cluster
+// node: section_worker_remote.cpp; what they share: section_worker_steps.hpp.
 #include "gather/downstream/call_face.hpp"
 #include "gather/downstream/downstream_request.hpp"
 #include "gather/actors/section_worker.hpp"
@@ -91,42 +91,6 @@ void count_attempt(worker_ptr self, bool retry) {
   // not a message (and a turn of the coordinator) per call. A node's worker reports by message.
   if (!st.call.progress->count_call(st.call.index))
     self->send(st.coordinator, attempt_atom::value, st.call.index);
-}
-
-// ---------------------------------------------------------------------------------------------
-// The guard (docs/resilience.md): bulkhead, circuit, retry budget. Each check is an atomic or two on the
-// route section's shared guard; none sends a message.
-
-void circuit_moved(worker_ptr self, circuit_breaker::state to) {
-  auto& st = self->state;
-  st.serving->counters.circuit_moved(st.call.route, st.call.index, to);
-}
-
-/// An attempt admitted by the circuit ended: it counts in the window, or it was the probe.
-void circuit_record(worker_ptr self, bool failed) {
-  auto& st = self->state;
-  auto* guard = st.call.guard;
-  if (!guard || !guard->circuit)
-    return;
-  if (st.probe) {
-    st.probe.end(!failed);
-  } else if (guard->circuit->record(failed, clock::now())) {
-    circuit_moved(self, circuit_breaker::state::open);
-  }
-}
-
-/// A call that is not made: the section ends at once. The first attempt ends `rejected` (its
-/// fallback shows); a later one ends with what the section has, the last attempt's failure.
-void not_made(worker_ptr self, not_made_reason why);
-
-/// A retry or a hedge asks the host's budget; false (counted) when it has no room.
-bool budget_allows_extra(worker_ptr self) {
-  auto& st = self->state;
-  if (!st.call.guard || st.call.guard->budget.try_extra(clock::now()))
-    return true;
-  st.not_made = not_made_reason::retry_budget;
-  st.serving->counters.budget_denied(st.call.route, st.call.index);
-  return false;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -255,53 +219,6 @@ void retry_or_finish(worker_ptr self, bool retryable, section_outcome outcome) {
   else if (next.what == retry_decision::kind::retry)
     outcome.detail += "; no retry: the retry budget of its host is spent";
   finish(self, std::move(outcome));
-}
-
-void not_made(worker_ptr self, not_made_reason why) {
-  auto& st = self->state;
-  st.not_made = why;
-  if (st.attempts > 0) { // a retry: the section ends with the last attempt's result
-    auto outcome = std::move(st.last_failure);
-    outcome.detail += std::string{"; no retry: "} + to_string(why);
-    return finish(self, std::move(outcome));
-  }
-  if (st.call.guard)
-    st.serving->counters.rejected(st.call.route, st.call.index,
-                                  why == not_made_reason::circuit_open ? reject_reason::circuit_open
-                                                                       : reject_reason::max_concurrent);
-  section_outcome outcome;
-  outcome.status = section_status::rejected;
-  outcome.detail = std::string{"rejected: "} + to_string(why);
-  finish(self, std::move(outcome));
-}
-
-/// The bulkhead and the circuit admit an attempt (first or retry) with its bulkhead slot (empty
-/// without a guard), or the section ends here.
-std::optional<concurrency_limit::slot> admit(worker_ptr self) {
-  auto& st = self->state;
-  auto* guard = st.call.guard;
-  if (!guard)
-    return concurrency_limit::slot{};
-  auto slot = guard->bulkhead.try_take();
-  if (!slot) {
-    not_made(self, not_made_reason::max_concurrent);
-    return std::nullopt;
-  }
-  if (!guard->circuit || st.probe)
-    return slot;
-  switch (guard->circuit->admit(clock::now())) {
-    case circuit_breaker::admission::call:
-      return slot;
-    case circuit_breaker::admission::probe:
-      st.probe = circuit_probe{*guard->circuit, st.serving->counters, st.call.route, st.call.index};
-      circuit_moved(self, circuit_breaker::state::half_open);
-      return slot;
-    case circuit_breaker::admission::reject:
-      break;
-  }
-  slot.reset();
-  not_made(self, not_made_reason::circuit_open);
-  return std::nullopt;
 }
 
 /// An attempt: admitted by the guard, then run here, or sent to a cluster node when one is up and

@@ -1,6 +1,7 @@
-// The section worker's steps that its three files share: section_worker.cpp (the actor, its
-// attempts, calls, hedges, retries and guard), section_worker_cache.cpp (a cached section's
-// lookup and flight), section_worker_remote.cpp (an attempt run on a cluster node).
+// The section worker's steps that its files share: section_worker.cpp (the actor, its attempts,
+// calls, hedges and retries), section_worker_guard.cpp (bulkhead, circuit, retry budget),
+// section_worker_cache.cpp (a cached section's lookup and flight), section_worker_shared.cpp (its
+// way through the shared store), section_worker_remote.cpp (an attempt run on a cluster node).
 #pragma once
 
 #include <caf/stateful_actor.hpp>
@@ -21,8 +22,15 @@ void finish(worker_ptr self, section_outcome outcome);
 /// An attempt: admitted by the guard, then run here or on a cluster node.
 void execute(worker_ptr self);
 void retry_or_finish(worker_ptr self, bool retryable, section_outcome outcome);
+
+// section_worker_guard.cpp
+/// The bulkhead and the circuit admit an attempt (first or retry) with its bulkhead slot (empty
+/// without a guard), or the section ends here.
+std::optional<concurrency_limit::slot> admit(worker_ptr self);
 /// An attempt admitted by the circuit ended: it counts in the window, or it was the probe.
 void circuit_record(worker_ptr self, bool failed);
+/// A retry or a hedge asks the host's budget; false (counted) when it has no room.
+bool budget_allows_extra(worker_ptr self);
 
 // section_worker_cache.cpp
 void look_up(worker_ptr self);
