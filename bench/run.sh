@@ -495,9 +495,20 @@ guards() {
   bench "S1 all guards idle" "$WORK/g1.json" 64 /p/1
 }
 
-# S1 answered as a page's own object (docs/config.md#shape): the four sections rebuilt into two
-# objects, whole data and fields found in the bytes, against S1 with its envelope. ROUNDS (default
-# 3) interleaved rounds, unshaped then shaped in each, then the medians of CPU per request.
+# Medians of two interleaved series of CPU per request: compare_medians "A label" "B label"
+# "A's figures" "B's figures" [goal text]. Prints the rounds, both medians and B / A.
+compare_medians() {
+  python3 - "$@" <<'PY'
+import statistics, sys
+la, lb = sys.argv[1:3]
+a, b = [list(map(float, x.split())) for x in sys.argv[3:5]]
+goal = " (%s)" % sys.argv[5] if len(sys.argv) > 5 else ""
+print("    us CPU/req per round: %s %s, %s %s" % (la, a, lb, b))
+print("    medians: %s %.0f, %s %.0f: %s / %s x%.3f%s" % (la, statistics.median(a), lb, statistics.median(b),
+      lb, la, statistics.median(b) / statistics.median(a), goal))
+PY
+}
+
 # S1 with its four sections called over HTTP/1.1 (@D@, a pool of connections) and over HTTP/2
 # ("http2": true, nginx's h2c port, the calls multiplexed), ROUNDS interleaved rounds, 64
 # connections: CPU per request, p99 and the downstream connections of each. A Gather build only:
@@ -516,15 +527,12 @@ print(json.dumps(s))' "$h1" $((NPORT + 1)))
     DS_PORT=$NPORT bench "S1 h1 downstream r$r" "$WORK/dsh1.json" 64 /p/1; cpus1+=("$ROW_CPU_US")
     DS_PORT=$((NPORT + 1)) bench "S1 h2 downstream r$r" "$WORK/dsh2.json" 64 /p/1; cpus2+=("$ROW_CPU_US")
   done
-  python3 - "${cpus1[*]}" "${cpus2[*]}" <<'PY'
-import statistics, sys
-a, b = [list(map(float, x.split())) for x in sys.argv[1:3]]
-print("    us CPU/req per round: HTTP/1.1 downstream %s, HTTP/2 %s" % (a, b))
-print("    medians: HTTP/1.1 %.0f, HTTP/2 %.0f: HTTP/2 / HTTP/1.1 x%.3f"
-      % (statistics.median(a), statistics.median(b), statistics.median(b) / statistics.median(a)))
-PY
+  compare_medians "HTTP/1.1" "HTTP/2" "${cpus1[*]}" "${cpus2[*]}"
 }
 
+# S1 answered as a page's own object (docs/config.md#shape): the four sections rebuilt into two
+# objects, whole data and fields found in the bytes, against S1 with its envelope. ROUNDS (default
+# 3) interleaved rounds, unshaped then shaped in each, then the medians of CPU per request.
 shape() {
   local plain; plain=$(sections_json 4 /d20 500)
   gen_config "$WORK/sh0.json" 1024 "{\"path\": \"/p/{id}\", \"deadline_ms\": 1000, \"sections\": $plain}"
@@ -536,13 +544,7 @@ shape() {
     bench "S1 unshaped r$r" "$WORK/sh0.json" 64 /p/1; cpus0+=("$ROW_CPU_US")
     bench "S1 shaped r$r" "$WORK/sh1.json" 64 /p/1; cpus1+=("$ROW_CPU_US")
   done
-  python3 - "${cpus0[*]}" "${cpus1[*]}" <<'PY'
-import statistics, sys
-a, b = [list(map(float, x.split())) for x in sys.argv[1:3]]
-print("    us CPU/req per round: unshaped %s, shaped %s" % (a, b))
-print("    medians: unshaped %.0f, shaped %.0f: shaped / unshaped x%.3f (goal <= x1.05)"
-      % (statistics.median(a), statistics.median(b), statistics.median(b) / statistics.median(a)))
-PY
+  compare_medians unshaped shaped "${cpus0[*]}" "${cpus1[*]}" "goal <= x1.05"
 }
 
 linear() {

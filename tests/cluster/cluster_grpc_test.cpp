@@ -5,10 +5,10 @@
 #include <catch2/catch.hpp>
 
 #include <csignal>
-#include <regex>
 #include <thread>
 
 #include "support/child_process.hpp"
+#include "support/node_child.hpp"
 #include "support/gateway_fixture.hpp"
 #include "support/grpc_library.hpp"
 #include "support/test_server.hpp"
@@ -19,22 +19,6 @@ using std::chrono::milliseconds;
 
 namespace {
 
-/// A `gather node` child on 127.0.0.1 with `allow` (its --allow flags, or --allow-any).
-struct grpc_node {
-  explicit grpc_node(std::vector<std::string> allow) : child(binary, flags(std::move(allow))) {
-    auto line = child.wait_for_line("listening on");
-    REQUIRE(line);
-    std::smatch m;
-    REQUIRE(std::regex_search(*line, m, std::regex{R"(127\.0\.0\.1:(\d+))"}));
-    address = "127.0.0.1:" + m[1].str();
-  }
-  static std::vector<std::string> flags(std::vector<std::string> allow) {
-    allow.insert(allow.begin(), {"node", "--listen", "127.0.0.1:0"});
-    return allow;
-  }
-  child_process child;
-  std::string address;
-};
 
 /// The book page on a cluster of `node` alone (`local` false: every section goes to the node
 /// while it is up): `meta` unary and required, `related` a stream taken to 5 and projected.
@@ -74,8 +58,8 @@ bool has_line(const std::string& metrics, const std::string& line) {
 TEST_CASE("cluster grpc: a unary call and a stream taken to 5 run on the node, decoded by the gateway",
           "[cluster][grpc-section]") {
   grpc_library server;
-  grpc_node node{{"--allow", server.target()}};
-  running_gateway gw{node_book_config(server, node.address)};
+  node_child node{{"--allow", server.target()}};
+  running_gateway gw{node_book_config(server, node.address())};
   REQUIRE(eventually([&] { return grpc_node_up(gw); }, milliseconds{10000}));
   auto r = gw.get("/books/978-7?q=ten", {{"X-Tenant", "t1"}});
   REQUIRE(r);
@@ -110,8 +94,8 @@ TEST_CASE("cluster grpc: a unary call and a stream taken to 5 run on the node, d
 TEST_CASE("cluster grpc: statuses map as in the gateway, and the node retries UNAVAILABLE",
           "[cluster][grpc-section]") {
   grpc_library server;
-  grpc_node node{{"--allow", server.target()}};
-  running_gateway gw{node_book_config(server, node.address, {{"retry", {{"attempts", 3}, {"backoff_ms", 10}}}})};
+  node_child node{{"--allow", server.target()}};
+  running_gateway gw{node_book_config(server, node.address(), {{"retry", {{"attempts", 3}, {"backoff_ms", 10}}}})};
   REQUIRE(eventually([&] { return grpc_node_up(gw); }, milliseconds{10000}));
   auto r = gw.get("/books/missing?q=three");
   REQUIRE(r);
@@ -139,8 +123,8 @@ TEST_CASE("cluster grpc: statuses map as in the gateway, and the node retries UN
 TEST_CASE("cluster grpc: a node not allowed the target makes no call, the section ends error",
           "[cluster][grpc-section][trust]") {
   grpc_library server;
-  grpc_node node{{"--allow", "http://127.0.0.1:1"}};
-  auto cfg = node_book_config(server, node.address);
+  node_child node{{"--allow", "http://127.0.0.1:1"}};
+  auto cfg = node_book_config(server, node.address());
   cfg["routes"][0]["sections"][0]["required"] = false;
   cfg["routes"][0]["sections"][0]["fallback"] = json::object();
   running_gateway gw{cfg};
@@ -157,7 +141,7 @@ TEST_CASE("cluster grpc: a node not allowed the target makes no call, the sectio
   CHECK(node.child.wait_for_stderr(R"("event":"origin_refused")"));
   CHECK(node.child.wait_for_stderr(R"("origin":")" + server.target() + "\""));
   // The server saw no call: the first it sees is the next one, made by a gateway of no nodes.
-  auto local = node_book_config(server, node.address);
+  auto local = node_book_config(server, node.address());
   local.erase("cluster");
   running_gateway here{local};
   REQUIRE(here.get("/books/local-2?q=three")->status == 200);
@@ -167,8 +151,8 @@ TEST_CASE("cluster grpc: a node not allowed the target makes no call, the sectio
 TEST_CASE("cluster grpc: a node killed mid-call ends its section at once, the server's call cancelled",
           "[cluster][grpc-section]") {
   grpc_library server;
-  grpc_node node{{"--allow-any"}};
-  auto cfg = node_book_config(server, node.address, {{"timeout_ms", 3000}});
+  node_child node{{"--allow-any"}};
+  auto cfg = node_book_config(server, node.address(), {{"timeout_ms", 3000}});
   running_gateway gw{cfg};
   REQUIRE(eventually([&] { return grpc_node_up(gw); }, milliseconds{10000}));
   int status = 0;

@@ -2,7 +2,6 @@
 #include <catch2/catch.hpp>
 
 #include <csignal>
-#include <regex>
 #include <thread>
 
 #include <caf/all.hpp>
@@ -10,6 +9,7 @@
 
 #include "gather/values/atoms.hpp"
 #include "support/child_process.hpp"
+#include "support/node_child.hpp"
 #include "support/gateway_fixture.hpp"
 #include "support/test_server.hpp"
 
@@ -21,20 +21,9 @@ using clock_type = std::chrono::steady_clock;
 namespace {
 
 
-/// A `gather node` child process on 127.0.0.1 (port 0: any), allowed to call any origin.
-struct node_process {
-  explicit node_process(int port = 0)
-    : child(binary, {"node", "--listen", "127.0.0.1:" + std::to_string(port), "--allow-any"}) {
-    auto line = child.wait_for_line("listening on");
-    REQUIRE(line);
-    std::smatch m;
-    REQUIRE(std::regex_search(*line, m, std::regex{R"(127\.0\.0\.1:(\d+))"}));
-    port_ = std::stoi(m[1]);
-  }
-  std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
-  int port() const { return port_; }
-  child_process child;
-  int port_ = 0;
+/// A `gather node` child allowed to call any origin, on `port` (0: any).
+struct node_process : node_child {
+  explicit node_process(int port = 0) : node_child({"--allow-any"}, port) {}
 };
 
 /// Routes: /ok (fast downstream), /hang (a downstream that never answers).

@@ -10,11 +10,11 @@
 #include <filesystem>
 #include <netinet/in.h>
 #include <poll.h>
-#include <regex>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include "support/child_process.hpp"
+#include "support/node_child.hpp"
 #include "support/gateway_fixture.hpp"
 #include "support/test_server.hpp"
 
@@ -25,21 +25,6 @@ using std::chrono::milliseconds;
 namespace {
 
 
-struct node_child {
-  explicit node_child(std::vector<std::string> flags) : child(binary, with_listen(std::move(flags))) {
-    auto line = child.wait_for_line("listening on");
-    REQUIRE(line);
-    std::smatch m;
-    REQUIRE(std::regex_search(*line, m, std::regex{R"(127\.0\.0\.1:(\d+))"}));
-    address = "127.0.0.1:" + m[1].str();
-  }
-  static std::vector<std::string> with_listen(std::vector<std::string> flags) {
-    flags.insert(flags.begin(), {"node", "--listen", "127.0.0.1:0"});
-    return flags;
-  }
-  child_process child;
-  std::string address;
-};
 
 json trusted_route_config(const std::string& path, const std::string& url, json cluster, json extra = json::object()) {
   json s = {{"name", "s"}, {"url", url}, {"timeout_ms", 1000}, {"required", true}};
@@ -120,7 +105,7 @@ TEST_CASE("cluster trust: work for an origin the node was not given ends error, 
   allowed.start();
   forbidden.start();
   node_child node{{"--allow", allowed.base_url()}};
-  auto cluster = json{{"nodes", {node.address}}, {"local", false}};
+  auto cluster = json{{"nodes", {node.address()}}, {"local", false}};
   running_gateway ok_gw{trusted_route_config("/r", allowed.base_url() + "/x", cluster)};
   REQUIRE(eventually([&] { return node_up(ok_gw); }, milliseconds{10000}));
   auto fine = ok_gw.get("/r");
@@ -154,7 +139,7 @@ TEST_CASE("cluster trust: mutual TLS, a peer of another CA or plain TCP is refus
   flags.insert(flags.end(), {"--allow", down.base_url()});
   node_child node{flags};
   running_gateway good{trusted_route_config("/r", down.base_url() + "/x",
-                                 {{"nodes", {node.address}}, {"local", false},
+                                 {{"nodes", {node.address()}}, {"local", false},
                                   {"tls", certs.tls("gateway", "cluster-ca")}})};
   REQUIRE(eventually([&] { return node_up(good); }, milliseconds{10000}));
   REQUIRE(good.get("/r")->status == 200);
@@ -162,14 +147,14 @@ TEST_CASE("cluster trust: mutual TLS, a peer of another CA or plain TCP is refus
 
   // A gateway whose certificate another CA signed (it trusts the right CA: the node refuses it).
   json rogue_cfg = trusted_route_config("/r", down.base_url() + "/x",
-                             {{"nodes", {node.address}}, {"local", false},
+                             {{"nodes", {node.address()}}, {"local", false},
                               {"tls", certs.tls("rogue", "cluster-ca")}});
   child_process rogue{binary, {"serve", "--config", temp_file(rogue_cfg.dump())}};
   REQUIRE(rogue.wait_for_line("listening on"));
   CHECK(node.child.wait_for_stderr("certificate verify failed"));
   CHECK(rogue.wait_for_stderr("TLS handshake failed"));
   // A gateway speaking plain BASP.
-  json plain_cfg = trusted_route_config("/r", down.base_url() + "/x", {{"nodes", {node.address}}, {"local", false}});
+  json plain_cfg = trusted_route_config("/r", down.base_url() + "/x", {{"nodes", {node.address()}}, {"local", false}});
   child_process plain{binary, {"serve", "--config", temp_file(plain_cfg.dump())}};
   REQUIRE(plain.wait_for_line("listening on"));
   CHECK(node.child.wait_for_stderr("wrong version number"));
@@ -256,7 +241,7 @@ TEST_CASE("cluster trust: nodes behind a SYN black hole cost no thread and delay
     json nodes = json::array();
     for (std::size_t i = 0; i < dead; ++i)
       nodes.push_back(holes[i]->address());
-    nodes.push_back(node.address);
+    nodes.push_back(node.address());
     return trusted_route_config("/r", down.base_url() + "/x",
                      {{"nodes", nodes}, {"local", false}, {"connect_timeout_ms", 60000}});
   };

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <poll.h>
 #include <stdexcept>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -19,10 +20,15 @@ child_process::child_process(const std::string& program, const std::vector<std::
   int out[2], err[2];
   if (::pipe2(out, O_CLOEXEC) != 0 || ::pipe2(err, O_CLOEXEC) != 0)
     throw std::runtime_error("pipe failed");
+  const pid_t parent = ::getpid();
   pid_ = ::fork();
   if (pid_ < 0)
     throw std::runtime_error("fork failed");
   if (pid_ == 0) {
+    // A test binary that crashes never runs the destructor: the child goes with it, rather than
+    // keep serving, and holding the descriptors it inherited (ports, the suite's lock files).
+    if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || ::getppid() != parent)
+      ::_exit(127);
     ::dup2(out[1], 1);
     ::dup2(err[1], 2);
     sigset_t none;

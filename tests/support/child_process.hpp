@@ -16,6 +16,8 @@ class child_process {
 public:
   /// Starts `program` with `args`; stdout and stderr are piped back and read by a thread of its
   /// own all along, so a chatty child never blocks on a full pipe (its log lines would stall it).
+  /// The child is SIGKILLed when the thread that started it ends (PR_SET_PDEATHSIG), so a crashed
+  /// test leaves none behind: start children from the test's own thread, not a short-lived one.
   child_process(const std::string& program, const std::vector<std::string>& args);
   ~child_process(); ///< SIGKILLs and reaps a child still running
 
