@@ -12,7 +12,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "shared/shared_test_support.hpp"
+#include "support/shared_fixture.hpp"
 
 using namespace gather::test;
 using nlohmann::json;

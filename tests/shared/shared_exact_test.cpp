@@ -6,11 +6,9 @@
 
 #include <atomic>
 #include <csignal>
-#include <thread>
 #include <vector>
 
-#include "shared/shared_test_support.hpp"
-#include "support/redis_server.hpp"
+#include "support/shared_fixture.hpp"
 
 using namespace gather::test;
 using nlohmann::json;
@@ -25,65 +23,40 @@ long exact_limit_ops(served_gateway& gw) {
   return total;
 }
 
+/// The exact mode's `shared` section on `rig`'s store.
+json exact_store(const shared_rig& rig) {
+  return rig.store({{"sync_ms", 0}, {"timeout_ms", 200}});
+}
+
 } // namespace
 
 TEST_CASE("exact shared limit: three gateways admit the limit, not one more", "[shared][exact][accuracy]") {
-  test_server down;
-  serve_empty_object(down);
-  down.start();
-  redis_server redis;
+  shared_rig rig;
   const int rate = 20, burst = 20;
-  const json cfg = limited_gateway_config(down, {{"redis", redis.url()}, {"sync_ms", 0}, {"timeout_ms", 200}},
-                                          {{"per", "route"}, {"rate_per_s", rate}, {"burst", burst}, {"shared", true}});
-  std::vector<std::unique_ptr<served_gateway>> gateways;
-  for (int i = 0; i < 3; ++i)
-    gateways.push_back(std::make_unique<served_gateway>(cfg));
-  for (auto& gw : gateways)
-    REQUIRE(eventually([&] { return gw->shared_up() == true && gw->metric("gather_shared_gateways") == 3; },
-                       std::chrono::seconds(10)));
-
-  std::atomic<long> admitted{0}, refused{0}, other{0}, missing_retry_after{0};
-  const auto start = std::chrono::steady_clock::now();
-  const auto run_for = std::chrono::seconds(3);
-  std::vector<std::thread> clients;
-  for (auto& gw : gateways)
-    clients.emplace_back([&, port = gw->port] {
-      httplib::Client client("127.0.0.1", port);
-      client.set_keep_alive(true);
-      while (std::chrono::steady_clock::now() - start < run_for) {
-        const auto r = client.Get("/p");
-        if (r && r->status == 429 && r->get_header_value("Retry-After").empty())
-          ++missing_retry_after;
-        (r && r->status == 200 ? admitted : r && r->status == 429 ? refused : other)++;
-      }
-    });
-  for (auto& t : clients)
-    t.join();
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  const double limit = rate * seconds + burst;
-  INFO("admitted " << admitted << ", refused " << refused << " in " << seconds << " s; limit " << limit);
-  CHECK(other == 0);
-  CHECK(missing_retry_after == 0);
-  CHECK(refused > admitted); // the load was well over the limit
+  auto gateways =
+      gateways_seeing_each_other(limited_gateway_config(rig.down, exact_store(rig), route_limit(rate, burst)), 3);
+  const auto load = load_every_gateway(gateways, std::chrono::seconds(3));
+  const double limit = rate * load.seconds + burst;
+  INFO(load.said() << "; limit " << limit);
+  CHECK(load.other == 0);
+  CHECK(load.missing_retry_after == 0);
+  CHECK(load.refused > load.admitted); // the load was well over the limit
   // Every admission was one decision in the store, on its clock: rate x t + burst at most (the
   // client's t is a little longer than the store's, never shorter).
-  CHECK(admitted <= limit + 1);
-  CHECK(admitted >= 0.9 * rate * seconds + burst);
+  CHECK(load.admitted <= limit + 1);
+  CHECK(load.admitted >= 0.9 * rate * load.seconds + burst);
   // Most refusals cost no store round trip: the bucket's next token was known locally.
   long asked = 0;
   for (auto& gw : gateways)
     asked += exact_limit_ops(*gw);
-  CHECK(asked < (admitted + refused) / 2);
-  CHECK(asked >= admitted);
+  CHECK(asked < (load.admitted + load.refused) / 2);
+  CHECK(asked >= load.admitted);
 }
 
 TEST_CASE("exact shared limit: a client over its limit is refused without asking the store again",
           "[shared][exact]") {
-  test_server down;
-  serve_empty_object(down);
-  down.start();
-  redis_server redis;
-  const json cfg = limited_gateway_config(down, {{"redis", redis.url()}, {"sync_ms", 0}, {"timeout_ms", 200}},
+  shared_rig rig;
+  const json cfg = limited_gateway_config(rig.down, exact_store(rig),
                                           {{"per", "header:x-tenant"}, {"rate_per_s", 0.1}, {"burst", 2}, {"shared", true}});
   served_gateway one(cfg), two(cfg);
   REQUIRE(eventually([&] { return one.shared_up() == true && two.shared_up() == true; }));
@@ -114,20 +87,17 @@ TEST_CASE("exact shared limit: a client over its limit is refused without asking
   CHECK(two.status({{"X-Tenant", "t-2"}}) == 200);
   CHECK(two.metric(R"(gather_shared_ops_total{op="limit",result="ok"})") == 2);
   // Stored under the key's hash, its value the bucket's theoretical arrival time.
-  CHECK(redis.cli({"KEYS", "*t-1*"}).empty());
-  CHECK(!redis.cli({"KEYS", "gather:rl:/p:*"}).empty());
+  CHECK(rig.redis.cli({"KEYS", "*t-1*"}).empty());
+  CHECK(!rig.redis.cli({"KEYS", "gather:rl:/p:*"}).empty());
 }
 
 TEST_CASE("exact shared limit: garbage in the store is a full bucket and is replaced", "[shared][exact]") {
-  test_server down;
-  serve_empty_object(down);
-  down.start();
-  redis_server redis;
-  served_gateway gw(limited_gateway_config(down, {{"redis", redis.url()}, {"sync_ms", 0}, {"timeout_ms", 200}},
+  shared_rig rig;
+  served_gateway gw(limited_gateway_config(rig.down, exact_store(rig),
                                            {{"per", "route"}, {"rate_per_s", 0.1}, {"burst", 1}, {"shared", true}}));
-  REQUIRE(eventually([&] { return gw.shared_up() == true; }));
+  REQUIRE(gw.await_shared_up());
   CHECK(gw.status() == 200);
-  const std::string key = redis.cli({"KEYS", "gather:rl:/p:*"});
+  const std::string key = rig.redis.cli({"KEYS", "gather:rl:/p:*"});
   REQUIRE(!key.empty());
   CHECK(gw.status() == 429);
   // A bucket someone overwrote with another type, then with a number far in the future: each
@@ -135,29 +105,26 @@ TEST_CASE("exact shared limit: garbage in the store is a full bucket and is repl
   for (const std::vector<std::string>& garbage : {std::vector<std::string>{"RPUSH", key, "x", "y"},
                                                   std::vector<std::string>{"SET", key, "not a number"},
                                                   std::vector<std::string>{"SET", key, "99999999999999999999"}}) {
-    redis.cli({"DEL", key});
-    redis.cli(garbage);
+    rig.redis.cli({"DEL", key});
+    rig.redis.cli(garbage);
     // A gateway that has not seen the key asks the store (the first one would refuse locally).
-    served_gateway fresh(limited_gateway_config(down, {{"redis", redis.url()}, {"sync_ms", 0}, {"timeout_ms", 200}},
+    served_gateway fresh(limited_gateway_config(rig.down, exact_store(rig),
                                                 {{"per", "route"}, {"rate_per_s", 0.1}, {"burst", 1}, {"shared", true}}));
-    REQUIRE(eventually([&] { return fresh.shared_up() == true; }));
+    REQUIRE(fresh.await_shared_up());
     CHECK(fresh.status() == 200);
     CHECK(fresh.status() == 429);
-    CHECK(redis.cli({"TYPE", key}) == "string");
+    CHECK(rig.redis.cli({"TYPE", key}) == "string");
     CHECK(fresh.metric(R"(gather_shared_ops_total{op="limit",result="error"})") == 0);
   }
 }
 
 TEST_CASE("exact shared limit: a stopped store delays a request by at most timeout_ms", "[shared][exact][sigstop]") {
-  test_server down;
-  serve_empty_object(down);
-  down.start();
-  redis_server redis;
-  served_gateway gw(limited_gateway_config(down, {{"redis", redis.url()}, {"timeout_ms", 50}, {"sync_ms", 0}},
+  shared_rig rig;
+  served_gateway gw(limited_gateway_config(rig.down, rig.store({{"timeout_ms", 50}, {"sync_ms", 0}}),
                                            {{"per", "ip"}, {"rate_per_s", 1000000}, {"burst", 1000000}, {"shared", true}}));
-  REQUIRE(eventually([&] { return gw.shared_up() == true; }));
+  REQUIRE(gw.await_shared_up());
   CHECK(gw.status() == 200);
-  redis.signal(SIGSTOP);
+  rig.redis.signal(SIGSTOP);
   long answered = 0, failed = 0;
   long long slowest_us = 0;
   // Five timeouts in a row open the breaker; then nothing waits for the store at all.
@@ -169,31 +136,30 @@ TEST_CASE("exact shared limit: a stopped store delays a request by at most timeo
     (status == 200 ? answered : failed)++;
   }
   CHECK(gw.shared_up() == false);
-  redis.signal(SIGCONT);
+  rig.redis.signal(SIGCONT);
   CHECK(failed == 0);
   CHECK(answered == 20);
   // timeout_ms plus the request's own work, with room for a loaded 2-core machine.
   CHECK(slowest_us < 50000 + 250000);
   CHECK(gw.metric(R"(gather_shared_ops_total{op="limit",result="timeout"})") >= 5);
   CHECK(gw.metric(R"(gather_shared_ops_total{op="limit",result="timeout"})") < 20);
-  REQUIRE(eventually([&] { return gw.shared_up() == true; }, std::chrono::seconds(10)));
+  REQUIRE(gw.await_shared_up(std::chrono::seconds(10)));
   CHECK(gw.status() == 200);
 }
 
 TEST_CASE("exact shared limit: a batch route waits for the store's decision too", "[shared][exact]") {
-  test_server down;
   std::atomic<int> calls{0};
-  down.get(R"(/b/(\w+))", [&](const httplib::Request&, httplib::Response& res) {
-    ++calls;
-    answer_json(res, json::object());
+  shared_rig rig([&](test_server& down) {
+    down.get(R"(/b/(\w+))", [&](const httplib::Request&, httplib::Response& res) {
+      ++calls;
+      answer_json(res, json::object());
+    });
   });
-  down.start();
-  redis_server redis;
   const json limit = {{"per", "route"}, {"rate_per_s", 0.1}, {"burst", 1}, {"shared", true}};
   const json cfg = {{"listen", "127.0.0.1:0"},
-                    {"shared", {{"redis", redis.url()}, {"sync_ms", 0}, {"timeout_ms", 200}}},
+                    {"shared", exact_store(rig)},
                     {"routes", {{{"path", "/b"}, {"rate_limit", limit},
-                                 {"batch", {{"url", down.base_url() + "/b/{item}"}, {"timeout_ms", 2000}}}}}}};
+                                 {"batch", {{"url", rig.down.base_url() + "/b/{item}"}, {"timeout_ms", 2000}}}}}}};
   served_gateway one(cfg), two(cfg);
   REQUIRE(eventually([&] { return one.shared_up() == true && two.shared_up() == true; }));
   const std::string body = R"({"items": ["x", "y"]})";

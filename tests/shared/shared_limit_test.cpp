@@ -8,62 +8,33 @@
 #include <thread>
 #include <vector>
 
-#include "shared/shared_test_support.hpp"
-#include "support/redis_server.hpp"
+#include "support/shared_fixture.hpp"
 
 using namespace gather::test;
 using nlohmann::json;
 
 TEST_CASE("shared limit: three gateways admit one limit within the approximate bound", "[shared][accuracy]") {
-  test_server down;
-  serve_empty_object(down);
-  down.start();
-  redis_server redis;
+  shared_rig rig;
   const int rate = 20, burst = 20;
   const double sync_s = 0.05;
-  const json cfg = limited_gateway_config(down, {{"redis", redis.url()}, {"sync_ms", 50}},
-                                          {{"per", "route"}, {"rate_per_s", rate}, {"burst", burst}, {"shared", true}});
-  std::vector<std::unique_ptr<served_gateway>> gateways;
-  for (int i = 0; i < 3; ++i)
-    gateways.push_back(std::make_unique<served_gateway>(cfg));
   // Every gateway sees the store and the other two before the load starts.
-  for (auto& gw : gateways)
-    REQUIRE(eventually([&] { return gw->shared_up() == true && gw->metric("gather_shared_gateways") == 3; },
-                       std::chrono::seconds(10)));
-
-  std::atomic<long> admitted{0}, refused{0}, other{0};
-  const auto start = std::chrono::steady_clock::now();
-  const auto run_for = std::chrono::seconds(3);
-  std::vector<std::thread> clients;
-  for (auto& gw : gateways)
-    clients.emplace_back([&, port = gw->port] {
-      httplib::Client client("127.0.0.1", port);
-      client.set_keep_alive(true);
-      while (std::chrono::steady_clock::now() - start < run_for) {
-        const auto r = client.Get("/p");
-        (r && r->status == 200 ? admitted : r && r->status == 429 ? refused : other)++;
-      }
-    });
-  for (auto& t : clients)
-    t.join();
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  const double limit = rate * seconds + burst;
+  auto gateways = gateways_seeing_each_other(
+      limited_gateway_config(rig.down, rig.store({{"sync_ms", 50}}), route_limit(rate, burst)), 3);
+  const auto load = load_every_gateway(gateways, std::chrono::seconds(3));
+  const double limit = rate * load.seconds + burst;
   const double bound = 2 * (rate * sync_s + burst); // (G - 1) x (rate x sync + burst)
-  INFO("admitted " << admitted << ", refused " << refused << " in " << seconds << " s; limit " << limit);
-  CHECK(other == 0);
-  CHECK(refused > admitted); // the load was well over the limit
-  CHECK(admitted <= limit + bound);
-  CHECK(admitted >= 0.9 * rate * seconds);
+  INFO(load.said() << "; limit " << limit);
+  CHECK(load.other == 0);
+  CHECK(load.refused > load.admitted); // the load was well over the limit
+  CHECK(load.admitted <= limit + bound);
+  CHECK(load.admitted >= 0.9 * rate * load.seconds);
   // Per-process limits would have admitted about three times the limit.
-  CHECK(admitted < 2 * limit);
+  CHECK(load.admitted < 2 * limit);
 }
 
 TEST_CASE("shared limit: a tenant's bucket is one across gateways and stored under a hash", "[shared][tenant]") {
-  test_server down;
-  serve_empty_object(down);
-  down.start();
-  redis_server redis;
-  const json cfg = limited_gateway_config(down, {{"redis", redis.url()}, {"sync_ms", 20}, {"prefix", "shop:"}},
+  shared_rig rig;
+  const json cfg = limited_gateway_config(rig.down, rig.store({{"sync_ms", 20}, {"prefix", "shop:"}}),
                                           {{"per", "header:x-tenant"}, {"rate_per_s", 0.1}, {"burst", 3}, {"shared", true}});
   served_gateway one(cfg), two(cfg);
   REQUIRE(eventually([&] { return one.shared_up() == true && two.shared_up() == true; }));
@@ -72,8 +43,8 @@ TEST_CASE("shared limit: a tenant's bucket is one across gateways and stored und
     CHECK(one.status(tenant_a) == 200);
   CHECK(one.status(tenant_a) == 429);
   // The store holds the bucket under the route and the key's hash, never the key as sent.
-  REQUIRE(eventually([&] { return redis.cli({"KEYS", "shop:rl:*"}).find("shop:rl:/p:") != std::string::npos; }));
-  CHECK(redis.cli({"KEYS", "*tenant*"}).empty());
+  REQUIRE(eventually([&] { return rig.redis.cli({"KEYS", "shop:rl:*"}).find("shop:rl:/p:") != std::string::npos; }));
+  CHECK(rig.redis.cli({"KEYS", "*tenant*"}).empty());
   // The second gateway learns tenant-a's bucket at its first sync after using it (a key it has
   // not seen is a full bucket there: the approximate mode's bound). Asked no faster than its
   // syncs, it admits at most the first request, where a bucket of its own would admit 3.
@@ -103,18 +74,15 @@ TEST_CASE("shared limit: a store down at start then up serves from a local bucke
   CHECK(gw.status() == 429);
   CHECK(gw.process.wait_for_stderr("\"event\":\"shared_store_down\""));
   redis_server redis({}, port);
-  REQUIRE(eventually([&] { return gw.shared_up() == true; }, std::chrono::seconds(10)));
+  REQUIRE(gw.await_shared_up(std::chrono::seconds(10)));
   CHECK(gw.process.wait_for_stderr("\"event\":\"shared_store_up\""));
 }
 
 TEST_CASE("shared limit: a store stopped mid-run delays nothing and comes back", "[shared][sigstop]") {
-  test_server down;
-  serve_empty_object(down);
-  down.start();
-  redis_server redis;
-  served_gateway gw(limited_gateway_config(down, {{"redis", redis.url()}, {"timeout_ms", 20}, {"sync_ms", 20}},
+  shared_rig rig;
+  served_gateway gw(limited_gateway_config(rig.down, rig.store({{"timeout_ms", 20}, {"sync_ms", 20}}),
                                            {{"per", "ip"}, {"rate_per_s", 1000000}, {"burst", 1000000}, {"shared", true}}));
-  REQUIRE(eventually([&] { return gw.shared_up() == true; }));
+  REQUIRE(gw.await_shared_up());
   std::atomic<bool> stop{false};
   std::atomic<long> answered{0}, failed{0};
   std::atomic<long long> slowest_us{0};
@@ -129,10 +97,10 @@ TEST_CASE("shared limit: a store stopped mid-run delays nothing and comes back",
       (r && r->status == 200 ? answered : failed)++;
     }
   });
-  redis.signal(SIGSTOP);
+  rig.redis.signal(SIGSTOP);
   // Five failed syncs in a row: the store counts as down.
   const bool went_down = eventually([&] { return gw.shared_up() == false; }, std::chrono::seconds(5));
-  redis.signal(SIGCONT);
+  rig.redis.signal(SIGCONT);
   const bool came_back = eventually([&] { return gw.shared_up() == true; }, std::chrono::seconds(10));
   stop = true;
   load.join();

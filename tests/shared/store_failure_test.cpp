@@ -7,8 +7,7 @@
 #include <thread>
 #include <vector>
 
-#include "shared/shared_test_support.hpp"
-#include "support/redis_server.hpp"
+#include "support/shared_fixture.hpp"
 
 using namespace gather::test;
 using nlohmann::json;
@@ -50,17 +49,13 @@ json open_limit() {
 } // namespace
 
 TEST_CASE("shared store: CLIENT PAUSE mid-run delays no request past timeout_ms", "[shared][pause]") {
-  test_server down;
-  serve_empty_object(down);
-  down.start();
-  redis_server redis;
+  shared_rig rig;
   const int sync_ms = GENERATE(0, 20);
-  served_gateway gw(limited_gateway_config(down, {{"redis", redis.url()}, {"timeout_ms", 50}, {"sync_ms", sync_ms}},
-                                           open_limit()));
-  REQUIRE(eventually([&] { return gw.shared_up() == true; }));
+  served_gateway gw(limited_gateway_config(rig.down, rig.store({{"timeout_ms", 50}, {"sync_ms", sync_ms}}), open_limit()));
+  REQUIRE(gw.await_shared_up());
   steady_load load(gw.port);
   REQUIRE(eventually([&] { return load.answered > 10; }));
-  redis.cli({"CLIENT", "PAUSE", "1500", "ALL"});
+  rig.redis.cli({"CLIENT", "PAUSE", "1500", "ALL"});
   const bool went_down = eventually([&] { return gw.shared_up() == false; }, std::chrono::seconds(5));
   const bool came_back = eventually([&] { return gw.shared_up() == true; }, std::chrono::seconds(10));
   const long before = load.answered;
@@ -85,7 +80,7 @@ TEST_CASE("shared store: killed mid-run, then back on its port", "[shared][kill]
   const int sync_ms = GENERATE(0, 20);
   served_gateway gw(limited_gateway_config(down, {{"redis", redis->url()}, {"timeout_ms", 50}, {"sync_ms", sync_ms}},
                                            open_limit()));
-  REQUIRE(eventually([&] { return gw.shared_up() == true; }));
+  REQUIRE(gw.await_shared_up());
   steady_load load(gw.port);
   REQUIRE(eventually([&] { return load.answered > 10; }));
   redis->kill();
