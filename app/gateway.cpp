@@ -205,7 +205,7 @@ int gateway::start(const std::string& listen) {
     throw std::runtime_error("invalid listen address: " + listen);
   // The targets' first reflection answers, before anyone can ask (on this thread, never a loop).
   if (const auto& reflected = impl_->first->reflected)
-    reflected->wait_first(reflection_wait);
+    reflected->wait_first();
   const int port = impl_->server.start(address->first, address->second);
   if (impl_->admin_server) {
     const auto admin = split_host_port(impl_->cfg.admin->listen);

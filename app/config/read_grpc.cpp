@@ -155,12 +155,21 @@ void read_protos(const object_reader& top, protos_config& out) {
   const auto protos = top.read_object("protos");
   if (!protos)
     return;
-  protos->reject_unknown_keys({"descriptor_sets", "files", "import_paths"});
+  protos->reject_unknown_keys({"descriptor_sets", "files", "import_paths", "reflection"});
   out.descriptor_sets = read_names(*protos, "descriptor_sets", "file name");
   out.files = read_names(*protos, "files", ".proto file name");
   out.import_paths = read_names(*protos, "import_paths", "directory");
   if (!protos->find("files") && protos->find("import_paths"))
     protos->problem("import_paths", "only with \"files\" (the .proto files found under them)");
+  if (const auto reflection = protos->read_object("reflection")) {
+    reflection->reject_unknown_keys({"timeout_ms", "max_bytes", "max_calls", "pace_ms", "start_wait_ms"});
+    auto& limits = out.reflection;
+    reflection->read_millis("timeout_ms", 1, 600000, limits.call_timeout);
+    reflection->read_integer("max_bytes", 1, 1073741824, limits.max_bytes);
+    reflection->read_integer("max_calls", 1, 10000, limits.max_calls);
+    reflection->read_millis("pace_ms", 1, 3600000, limits.pace);
+    reflection->read_millis("start_wait_ms", 0, 600000, limits.start_wait);
+  }
 }
 
 void add_message_dependencies(const grpc_call_config& grpc, std::vector<std::size_t>& out) {

@@ -124,6 +124,19 @@ std::int64_t now_ns() {
              std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
+/// A call's own words about its bounds, named as the configuration names them: the call's
+/// max_response_bytes and timeout are protos.reflection's max_bytes and timeout_ms.
+std::string in_reflection_terms(std::string detail, const reflection_limits& limits) {
+  const std::string bytes = "max_response_bytes";
+  const std::string named = "protos.reflection.max_bytes";
+  for (auto at = detail.find(bytes); at != std::string::npos; at = detail.find(bytes, at + named.size()))
+    detail.replace(at, bytes.size(), named);
+  const std::string timeout = "the call's timeout passed";
+  if (detail.compare(0, timeout.size(), timeout) == 0)
+    detail.insert(timeout.size(), " (protos.reflection.timeout_ms " + std::to_string(limits.call_timeout.count()) + ")");
+  return detail;
+}
+
 } // namespace
 
 /// One ask: the symbols still to ask, then the files their imports name that did not come.
@@ -136,32 +149,36 @@ struct reflection_source::round {
   std::vector<std::string> problems; ///< what the server said it lacks
   std::size_t calls = 0;
   bool v1alpha = false;
+  reflection_limits limits;
 };
 
 reflection_source::reflection_source(std::string target, reflection_log log)
   : target_(std::move(target)), log_(std::move(log)) {
 }
 
-void reflection_source::ask(downstream_client& client, std::vector<std::string> services) {
+void reflection_source::ask(downstream_client& client, std::vector<std::string> services,
+                            const reflection_limits& limits) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (running_) {
       waiting_.insert(services.begin(), services.end());
+      waiting_limits_ = limits;
       return;
     }
     running_ = true;
   }
-  start_round(client, std::move(services));
+  start_round(client, std::move(services), limits);
 }
 
-void reflection_source::ask_unknown(downstream_client& client, const std::string& service) {
+void reflection_source::ask_unknown(downstream_client& client, const std::string& service,
+                                    const reflection_limits& limits) {
   const auto now = now_ns();
   auto last = last_unknown_ns_.load(std::memory_order_relaxed);
-  const auto pace = std::chrono::duration_cast<std::chrono::nanoseconds>(reflection_pace).count();
+  const auto pace = std::chrono::duration_cast<std::chrono::nanoseconds>(limits.pace).count();
   if (now - last < pace || !last_unknown_ns_.compare_exchange_strong(last, now))
     return;
   unknown_asks_.fetch_add(1, std::memory_order_acq_rel);
-  ask(client, {service});
+  ask(client, {service}, limits);
 }
 
 std::vector<pb::FileDescriptorProto> reflection_source::files() const {
@@ -183,9 +200,11 @@ std::string reflection_source::api() const {
   return answered_ ? (v1alpha_ ? "v1alpha" : "v1") : "";
 }
 
-void reflection_source::start_round(downstream_client& client, std::vector<std::string> services) {
+void reflection_source::start_round(downstream_client& client, std::vector<std::string> services,
+                                    const reflection_limits& limits) {
   auto r = std::make_shared<round>();
   r->symbols = std::move(services);
+  r->limits = limits;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     r->v1alpha = v1alpha_;
@@ -211,15 +230,16 @@ void reflection_source::next_call(downstream_client& client, std::shared_ptr<rou
       return end_round(client, r, !r->got.empty(), r->got.empty() ? "the server gave no file" : "");
     request = reflection_wire::file_request(r->wanted_files.back());
   }
-  if (++r->calls > reflection_max_calls)
-    return end_round(client, r, false, "more than " + std::to_string(reflection_max_calls) + " calls");
+  if (++r->calls > r->limits.max_calls)
+    return end_round(client, r, false, "more than protos.reflection.max_calls (" +
+                                            std::to_string(r->limits.max_calls) + ") calls");
   grpc_call_request call;
   call.target = target_;
   call.path = r->v1alpha ? "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo"
                          : "/grpc.reflection.v1.ServerReflection/ServerReflectionInfo";
   call.message = std::move(request);
-  call.timeout = call.grpc_timeout = reflection_call_timeout;
-  call.max_response_bytes = reflection_max_bytes;
+  call.timeout = call.grpc_timeout = r->limits.call_timeout;
+  call.max_response_bytes = r->limits.max_bytes;
   auto self = shared_from_this();
   start_grpc_call(client, std::move(call), [self, r, &client](grpc::call_result&& result) mutable {
     if (result.code == grpc::unimplemented && !r->v1alpha) {
@@ -231,7 +251,7 @@ void reflection_source::next_call(downstream_client& client, std::shared_ptr<rou
       if (!result.message.empty())
         why += ": " + result.message;
       else if (!result.detail.empty())
-        why += ": " + result.detail;
+        why += ": " + in_reflection_terms(result.detail, r->limits);
       return self->end_round(client, r, false, why);
     }
     reflection_wire::response answer;
@@ -259,6 +279,7 @@ void reflection_source::next_call(downstream_client& client, std::shared_ptr<rou
 void reflection_source::end_round(downstream_client& client, const std::shared_ptr<round>& r, bool ok,
                                   const std::string& why) {
   std::vector<std::string> again;
+  reflection_limits again_limits;
   bool had_files = false;
   {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -271,6 +292,7 @@ void reflection_source::end_round(downstream_client& client, const std::shared_p
       version_.fetch_add(1, std::memory_order_acq_rel);
     }
     again.assign(waiting_.begin(), waiting_.end());
+    again_limits = waiting_limits_;
     waiting_.clear();
     running_ = !again.empty();
     asks_done_.fetch_add(1, std::memory_order_acq_rel);
@@ -289,7 +311,7 @@ void reflection_source::end_round(downstream_client& client, const std::shared_p
     log_(line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
   }
   if (!again.empty())
-    start_round(client, std::move(again));
+    start_round(client, std::move(again), again_limits);
 }
 
 reflection_registry::reflection_registry(reflection_log log) : log_(std::move(log)) {

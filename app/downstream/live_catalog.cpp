@@ -85,7 +85,7 @@ void live_catalog::ask_all() const {
     return;
   for (const auto& [target, source] : sources_) {
     asks_at_start_[target] = source->asks_done();
-    source->ask(*client, services_.at(target));
+    source->ask(*client, services_.at(target), cfg_.protos.reflection);
   }
 }
 
@@ -93,11 +93,11 @@ void live_catalog::unknown(const grpc_call_config& call) const {
   auto* client = registry_.client();
   const auto found = sources_.find(call.target);
   if (client && call.reflection && found != sources_.end())
-    found->second->ask_unknown(*client, call.service);
+    found->second->ask_unknown(*client, call.service, cfg_.protos.reflection);
 }
 
-void live_catalog::wait_first(std::chrono::milliseconds limit) const {
-  const auto until = std::chrono::steady_clock::now() + limit;
+void live_catalog::wait_first() const {
+  const auto until = std::chrono::steady_clock::now() + cfg_.protos.reflection.start_wait;
   for (const auto& [target, source] : sources_) {
     const auto at = asks_at_start_.find(target);
     source->wait_asks((at == asks_at_start_.end() ? 0 : at->second) + 1, until);

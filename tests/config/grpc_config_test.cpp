@@ -129,6 +129,42 @@ TEST_CASE("protos: lists of names, import_paths only with files", "[unit][config
   CHECK(has_grpc_problem(problems, "protos.import_paths: only with \"files\" (the .proto files found under them)"));
 }
 
+TEST_CASE("protos.reflection: the reflection limits, their defaults and ranges", "[unit][config][grpc]") {
+  auto loaded = load_config(grpc_route(get_book()).dump());
+  REQUIRE(loaded.value);
+  const auto& defaults = loaded.value->protos.reflection;
+  CHECK(defaults.call_timeout == std::chrono::milliseconds(5000));
+  CHECK(defaults.max_bytes == 16777216);
+  CHECK(defaults.max_calls == 64);
+  CHECK(defaults.pace == std::chrono::milliseconds(10000));
+  CHECK(defaults.start_wait == std::chrono::milliseconds(5000));
+
+  json cfg = grpc_route(get_book());
+  cfg["protos"]["reflection"] = {{"timeout_ms", 250}, {"max_bytes", 100}, {"max_calls", 3},
+                                 {"pace_ms", 1}, {"start_wait_ms", 0}};
+  loaded = load_config(cfg.dump());
+  REQUIRE(loaded.value);
+  const auto& set = loaded.value->protos.reflection;
+  CHECK(set.call_timeout == std::chrono::milliseconds(250));
+  CHECK(set.max_bytes == 100);
+  CHECK(set.max_calls == 3);
+  CHECK(set.pace == std::chrono::milliseconds(1));
+  CHECK(set.start_wait == std::chrono::milliseconds(0));
+
+  cfg["protos"]["reflection"] = {{"timeout_ms", 0}, {"max_bytes", 1073741825}, {"max_calls", 0},
+                                 {"pace_ms", "10"}, {"start_wait_ms", -1}, {"wait_ms", 5}};
+  auto problems = load_config(cfg.dump()).problems;
+  CHECK(problems.size() == 6);
+  CHECK(has_grpc_problem(problems, "protos.reflection.timeout_ms: must be an integer from 1 to 600000"));
+  CHECK(has_grpc_problem(problems, "protos.reflection.max_bytes: must be an integer from 1 to 1073741824"));
+  CHECK(has_grpc_problem(problems, "protos.reflection.max_calls: must be an integer from 1 to 10000"));
+  CHECK(has_grpc_problem(problems, "protos.reflection.pace_ms: must be an integer from 1 to 3600000"));
+  CHECK(has_grpc_problem(problems, "protos.reflection.start_wait_ms: must be an integer from 0 to 600000"));
+  CHECK(has_grpc_problem(problems, "protos.reflection.wait_ms: unknown key"));
+  cfg["protos"]["reflection"] = 5;
+  CHECK(has_grpc_problem(load_config(cfg.dump()).problems, "protos.reflection: must be an object"));
+}
+
 TEST_CASE("check: gRPC sections against a descriptor set", "[unit][config][grpc]") {
   const std::string at = "routes[0].sections[0].grpc";
   SECTION("a good section builds its plan") {

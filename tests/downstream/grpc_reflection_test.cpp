@@ -3,11 +3,14 @@
 // grpc_library_server.py, serving reflection v1 and/or v1alpha) for its methods' files.
 #include <catch2/catch.hpp>
 
+#include <condition_variable>
 #include <csignal>
+#include <mutex>
 #include <string>
 #include <vector>
 
 #include "gather/actors/serving_config.hpp"
+#include "gather/downstream/downstream_client.hpp"
 #include "gather/downstream/grpc_reflection.hpp"
 #include "support/child_process.hpp"
 #include "support/gateway_fixture.hpp"
@@ -74,6 +77,30 @@ json reflected_config(const std::string& target) {
 const gather::reflection_source& source_of(running_gateway& gw, const std::string& target) {
   return *gw.gw().serving()->reflected->sources().at(target);
 }
+
+/// The reflection log lines a registry writes, awaited one by one.
+class reflection_lines {
+public:
+  gather::reflection_log sink() {
+    return [this](const std::string& line) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      lines_.push_back(json::parse(line));
+      added_.notify_all();
+    };
+  }
+  /// The `n`th line (from 0), once written.
+  json at(std::size_t n) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    const bool came = added_.wait_for(lock, std::chrono::seconds(10), [&] { return lines_.size() > n; });
+    REQUIRE(came);
+    return lines_[n];
+  }
+
+private:
+  std::mutex mutex_;
+  std::condition_variable added_;
+  std::vector<json> lines_;
+};
 
 } // namespace
 
@@ -244,4 +271,63 @@ TEST_CASE("grpc reflection: a batch's method, and a reflected method no section 
   REQUIRE(r);
   CHECK(r->status == 200);
   CHECK(json::parse(r->body)["sections"]["adds"]["status"] == "error"); // no call made
+}
+
+TEST_CASE("grpc reflection: protos.reflection bounds each ask, and a reload changes the bounds", "[grpc-reflection]") {
+  reflecting_library server({"v1"});
+  const auto soon = [] { return std::chrono::steady_clock::now() + std::chrono::seconds(10); };
+  SECTION("through the gateway: an answer over max_bytes leaves no descriptor; the default serves after a reload") {
+    auto cfg = reflected_config(server.target());
+    cfg["routes"][0]["sections"][0]["required"] = false;
+    cfg["routes"][0]["sections"][0]["fallback"] = json::object();
+    cfg["protos"]["reflection"] = {{"max_bytes", 100}}; // library.proto alone is over 1 KiB
+    running_gateway gw(cfg);
+    const auto& source = source_of(gw, server.target());
+    REQUIRE(source.wait_asks(1, soon()));
+    CHECK(source.version() == 0);
+    auto r = gw.get("/books/1?q=three");
+    REQUIRE(r);
+    CHECK(json::parse(r->body)["sections"]["meta"]["status"] == "error"); // no descriptor, no call
+    cfg["protos"].erase("reflection");
+    REQUIRE(gw.gw().reload(gather::load_config(cfg.dump()), "test"));
+    REQUIRE(source.wait_asks(2, soon())); // the reload's ask, with the default 16 MiB
+    CHECK(source.version() == 1);
+    r = gw.get("/books/2?q=three");
+    REQUIRE(r);
+    CHECK(json::parse(r->body)["data"]["meta"]["isbn"] == "2");
+  }
+  SECTION("the log line of a failed ask names the limit") {
+    reflection_lines lines;
+    gather::reflection_registry registry(lines.sink());
+    gather::downstream_client client;
+    auto source = registry.source_for(server.target());
+    gather::reflection_limits small;
+    small.max_bytes = 100;
+    source->ask(client, {"linkd.v3.Library"}, small);
+    const auto failed = lines.at(0);
+    CHECK(failed["result"] == "failed");
+    CHECK(failed["files"] == 0);
+    CHECK(failed["detail"].get<std::string>().find("protos.reflection.max_bytes (100)") != std::string::npos);
+    source->ask(client, {"linkd.v3.Library"}, gather::reflection_limits{});
+    const auto ok = lines.at(1);
+    CHECK(ok["result"] == "ok");
+    CHECK(ok["files"].get<int>() >= 1);
+    CHECK(source->version() == 1);
+  }
+  SECTION("an ask that needs more calls than max_calls ends failed") {
+    reflecting_library lean({"v1", "lean"}); // the import comes only when asked for by name
+    reflection_lines lines;
+    gather::reflection_registry registry(lines.sink());
+    gather::downstream_client client;
+    auto source = registry.source_for(lean.target());
+    gather::reflection_limits one_call;
+    one_call.max_calls = 1;
+    source->ask(client, {"linkd.v3.Library"}, one_call);
+    const auto failed = lines.at(0);
+    CHECK(failed["result"] == "failed");
+    CHECK(failed["detail"] == "more than protos.reflection.max_calls (1) calls");
+    one_call.max_calls = 2;
+    source->ask(client, {"linkd.v3.Library"}, one_call);
+    CHECK(lines.at(1)["result"] == "ok");
+  }
 }

@@ -104,11 +104,24 @@ struct grpc_call_config {
   std::string full_method() const { return service + "/" + method; }
 };
 
+/// `protos.reflection` (docs/grpc.md, "Server reflection"): the bounds of the asks made of the
+/// targets with `"reflection": true`.
+struct reflection_limits {
+  millis call_timeout{5000};             ///< one reflection call, connect to trailers
+  std::size_t max_bytes = 16 * 1024 * 1024; ///< one call's answer
+  std::size_t max_calls = 64;            ///< calls per ask (symbols, then the files imports name)
+  /// A method no descriptor names asks its target again at most this often, so that requests
+  /// naming made-up methods cannot turn the gateway into a load generator against the server.
+  millis pace{10000};
+  millis start_wait{5000}; ///< how long `gather serve` waits at start for the first answers
+};
+
 /// `protos` (docs/grpc.md): where the gRPC sections' message types come from.
 struct protos_config {
   std::vector<std::string> descriptor_sets; ///< FileDescriptorSet files (protoc --descriptor_set_out)
   std::vector<std::string> files;           ///< .proto files compiled at start, found under import_paths
   std::vector<std::string> import_paths;    ///< empty: the working directory
+  reflection_limits reflection;
 };
 
 /// The descriptors `protos` names, compiled, and each gRPC section's plan over them

@@ -5,14 +5,15 @@
 //
 // When it runs, so that no thread ever waits on the network for it on a request's way:
 // - at start: the gateway asks every target before it listens, waiting (on its own thread, not a
-//   loop) at most reflection_wait for the answers;
+//   loop) at most protos.reflection.start_wait_ms for the answers;
 // - on reload: the new generation asks again, without waiting; until the answers come it serves
 //   with what the targets gave before (a target's source is kept across reloads);
 // - when a request names a method no descriptor has: its section ends `error` at once (no call,
-//   no wait), and the target is asked again, at most once per reflection_pace. Requests that
+//   no wait), and the target is asked again, at most once per protos.reflection.pace_ms. Requests that
 //   begin after the answer came find the method.
 // Each ask is a few gRPC calls on the loops (one per symbol, then one per file a dependency names
-// that did not come), through the gateway's downstream client; the answers are only recorded there.
+// that did not come), through the gateway's downstream client, bounded by the reflection_limits of
+// the generation that asked; the answers are only recorded there.
 // The pool that serves them is built on the first request after, from the generation's `protos`
 // and every target's files (live_catalog::current), so a generation never changes under a request.
 #pragma once
@@ -37,17 +38,6 @@ namespace gather {
 
 class downstream_client;
 struct proto_catalog;
-
-/// A method no descriptor names makes its target be asked again at most this often: requests
-/// naming made-up methods cannot turn the gateway into a load generator against the server.
-constexpr std::chrono::seconds reflection_pace{10};
-/// One reflection call (one symbol or one file), connect to trailers, and the largest answer.
-constexpr std::chrono::milliseconds reflection_call_timeout{5000};
-constexpr std::size_t reflection_max_bytes = 16 * 1024 * 1024;
-/// The most calls one ask makes (symbols and the files their imports name).
-constexpr std::size_t reflection_max_calls = 64;
-/// How long `gather serve` waits at start for its targets' first answers before it listens.
-constexpr std::chrono::milliseconds reflection_wait{5000};
 
 /// A line for the log (the gateway writes it; this library does not log).
 using reflection_log = std::function<void(const std::string& json_line)>;
@@ -76,12 +66,13 @@ public:
   reflection_source(std::string target, reflection_log log);
 
   const std::string& target() const { return target_; }
-  /// Asks for the files of `services` (and their imports) through `client`, on its loops. An ask
-  /// while one runs is made after it. Thread-safe.
-  void ask(downstream_client& client, std::vector<std::string> services);
+  /// Asks for the files of `services` (and their imports) through `client`, on its loops, within
+  /// `limits`. An ask while one runs is made after it, with the limits of the latest such ask.
+  /// Thread-safe.
+  void ask(downstream_client& client, std::vector<std::string> services, const reflection_limits& limits);
   /// A request named a method of `service` that no descriptor has: ask, unless an ask for an
-  /// unknown method began less than reflection_pace ago. Thread-safe.
-  void ask_unknown(downstream_client& client, const std::string& service);
+  /// unknown method began less than limits.pace ago. Thread-safe.
+  void ask_unknown(downstream_client& client, const std::string& service, const reflection_limits& limits);
 
   /// Every file the target gave, the latest of each name. Takes a lock: callers ask again only
   /// when version() changed.
@@ -99,7 +90,7 @@ public:
 
 private:
   struct round;
-  void start_round(downstream_client& client, std::vector<std::string> services);
+  void start_round(downstream_client& client, std::vector<std::string> services, const reflection_limits& limits);
   void next_call(downstream_client& client, std::shared_ptr<round> r);
   void end_round(downstream_client& client, const std::shared_ptr<round>& r, bool ok, const std::string& why);
 
@@ -110,6 +101,7 @@ private:
   std::map<std::string, google::protobuf::FileDescriptorProto> files_; ///< by name
   bool running_ = false;
   std::set<std::string> waiting_; ///< services asked while a round ran
+  reflection_limits waiting_limits_; ///< the limits of the latest ask that waited
   bool v1alpha_ = false;          ///< v1 answered UNIMPLEMENTED: speak v1alpha from then on
   bool answered_ = false;
   std::atomic<std::uint64_t> version_{0};
@@ -147,8 +139,9 @@ public:
   void ask_all() const;
   /// A request named `call`'s method and no descriptor has it (docs/grpc.md).
   void unknown(const grpc_call_config& call) const;
-  /// Start: waits (the caller's thread) until every target answered once or `limit` passed.
-  void wait_first(std::chrono::milliseconds limit) const;
+  /// Start: waits (the caller's thread) until every target answered once or the generation's
+  /// protos.reflection.start_wait passed.
+  void wait_first() const;
   /// Its targets' sources, by target (for the tests: each source's asks_done() and wait_asks()).
   const std::map<std::string, std::shared_ptr<reflection_source>>& sources() const { return sources_; }
 
