@@ -131,6 +131,9 @@ std::string in_reflection_terms(std::string detail, const reflection_limits& lim
   const std::string named = "protos.reflection.max_bytes";
   for (auto at = detail.find(bytes); at != std::string::npos; at = detail.find(bytes, at + named.size()))
     detail.replace(at, bytes.size(), named);
+  // The value, once, where the client's words do not give it already.
+  if (const auto at = detail.find(named); at != std::string::npos && detail.find(named + " (") == std::string::npos)
+    detail.insert(at + named.size(), " (" + std::to_string(limits.max_bytes) + ")");
   const std::string timeout = "the call's timeout passed";
   if (detail.compare(0, timeout.size(), timeout) == 0)
     detail.insert(timeout.size(), " (protos.reflection.timeout_ms " + std::to_string(limits.call_timeout.count()) + ")");

@@ -288,9 +288,10 @@ TEST_CASE("grpc reflection: protos.reflection bounds each ask, and a reload chan
     auto r = gw.get("/books/1?q=three");
     REQUIRE(r);
     CHECK(json::parse(r->body)["sections"]["meta"]["status"] == "error"); // no descriptor, no call
+    CHECK(source.unknown_asks() == 1); // asked again, with the same 100 bytes: fails again
     cfg["protos"].erase("reflection");
     REQUIRE(gw.gw().reload(gather::load_config(cfg.dump()), "test"));
-    REQUIRE(source.wait_asks(2, soon())); // the reload's ask, with the default 16 MiB
+    REQUIRE(source.wait_asks(3, soon())); // the reload's ask, with the default 16 MiB
     CHECK(source.version() == 1);
     r = gw.get("/books/2?q=three");
     REQUIRE(r);
