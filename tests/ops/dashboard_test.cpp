@@ -871,7 +871,7 @@ TEST_CASE("a route of 20 sections: every row is drawn", "[system][dashboard]") {
 }
 
 TEST_CASE("a section that always takes about 120 ms reads within 10% of that on the dashboard",
-          "[system][dashboard]") {
+          "[system][dashboard][serial]") {
   // Quantiles are interpolated inside one histogram bucket. With buckets 100 and 250 ms a section
   // that always took 121 ms read p50 175 ms; in the 100..125 ms bucket it reads p50 112.5 and p99
   // 124.75 ms. Two sections: one whose downstream answers after 116 ms, one cut by its 116 ms
