@@ -8,7 +8,9 @@
 #                                   curve_inflight (bench/curves.sh), book (the seed's book page over
 #                                   gRPC) and grpc_call (one call over HTTP/1.1, HTTP/2 and gRPC; both
 #                                   need build/bench/grpc_downstream), s1_dsh2 (S1's sections over
-#                                   HTTP/1.1 against HTTP/2): not in the default list
+#                                   HTTP/1.1 against HTTP/2) and s1_best (S1 with each side's best
+#                                   downstream protocol: HTTP/2 for Gather, HTTP/1.1 for a peer):
+#                                   not in the default list
 #
 # Environment: GATHER_BIN (default build-bench/gather, else build/gather), DURATION (wrk seconds,
 # default 10), NGINX_PORT (default 18931), WRK_THREADS (default 2), PERF_OUT (if set: `perf record
@@ -509,6 +511,28 @@ print("    medians: %s %.0f, %s %.0f: %s / %s x%.3f%s" % (la, statistics.median(
 PY
 }
 
+# over_h2c SECTIONS_JSON: the same sections called over HTTP/2 on nginx's h2c port ("http2": true).
+over_h2c() {
+  python3 -c 'import json, sys
+s = json.loads(sys.argv[1])
+for x in s: x.update(url=x["url"].replace("@D@", "http://127.0.0.1:%s" % sys.argv[2]), http2=True)
+print(json.dumps(s))' "$1" $((NPORT + 1))
+}
+
+# S1 as each side calls its downstreams best: a Gather build over HTTP/2 (h2c), a peer over
+# HTTP/1.1 (nginx's proxy and Node's client speak HTTP/1.x upstream). The same page for the
+# client, one row per side: run it with bench/compare.sh to set the sides side by side.
+s1_best() {
+  local secs port=$NPORT
+  secs=$(sections_json 4 /d20 500)
+  if [[ $(basename "$BIN") == gather ]]; then
+    secs=$(over_h2c "$secs")
+    port=$((NPORT + 1))
+  fi
+  gen_config "$WORK/s1best.json" 1024 "{\"path\": \"/p/{id}\", \"deadline_ms\": 1000, \"sections\": $secs}"
+  DS_PORT=$port bench "S1b best downstream" "$WORK/s1best.json" "${S1_CONNS:-64}" /p/1
+}
+
 # S1 with its four sections called over HTTP/1.1 (@D@, a pool of connections) and over HTTP/2
 # ("http2": true, nginx's h2c port, the calls multiplexed), ROUNDS interleaved rounds, 64
 # connections: CPU per request, p99 and the downstream connections of each. A Gather build only:
@@ -516,10 +540,7 @@ PY
 s1_dsh2() {
   local h1 h2
   h1=$(sections_json 4 /d20 500)
-  h2=$(python3 -c 'import json, sys
-s = json.loads(sys.argv[1])
-for x in s: x.update(url=x["url"].replace("@D@", "http://127.0.0.1:%s" % sys.argv[2]), http2=True)
-print(json.dumps(s))' "$h1" $((NPORT + 1)))
+  h2=$(over_h2c "$h1")
   gen_config "$WORK/dsh1.json" 1024 "{\"path\": \"/p/{id}\", \"deadline_ms\": 1000, \"sections\": $h1}"
   gen_config "$WORK/dsh2.json" 1024 "{\"path\": \"/p/{id}\", \"deadline_ms\": 1000, \"sections\": $h2}"
   local r cpus1=() cpus2=()
