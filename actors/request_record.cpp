@@ -76,7 +76,7 @@ void request_record::finish(int status, const std::string& detail) {
     return;
   log_request(request_id_, route_label(), status, ms,
               detail.empty() ? std::string{"refused: "} + refusal_code(status) : detail, trace_id(),
-              to_string(proto_));
+              to_string(proto_), client_);
 }
 
 void request_record::finish(int status, const std::vector<section_config>& sections,
@@ -88,7 +88,7 @@ void request_record::finish(int status, const std::vector<section_config>& secti
     for (std::size_t i = 0; i < outcomes.size(); ++i)
       sinks_.counters->section_done(route_, i, outcomes[i],
                                     status == 200 && outcomes[i].status != section_status::ok);
-  log_request(request_id_, trace_id(), route_label(), status, ms, sections, outcomes, to_string(proto_));
+  log_request(request_id_, trace_id(), route_label(), status, ms, sections, outcomes, to_string(proto_), client_);
 }
 
 void request_record::finish(int status, const batch_plan& plan,
@@ -96,7 +96,7 @@ void request_record::finish(int status, const batch_plan& plan,
   const auto ms = elapsed_ms();
   if (!close(status, degraded(status, calls)))
     return;
-  log_batch_request(request_id_, trace_id(), route_label(), status, ms, plan, calls, to_string(proto_));
+  log_batch_request(request_id_, trace_id(), route_label(), status, ms, plan, calls, to_string(proto_), client_);
 }
 
 const char* refusal_code(int status) {

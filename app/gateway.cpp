@@ -273,7 +273,12 @@ bool gateway::reload(config_result loaded, const std::string& source) {
   return true;
 }
 
+void gateway::begin_drain() {
+  impl_->stats.draining.store(true);
+}
+
 void gateway::stop() {
+  begin_drain();
   impl_->server.stop();
   if (impl_->admin_server)
     impl_->admin_server->stop();

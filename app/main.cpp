@@ -10,6 +10,10 @@
 
 #include <CLI/CLI.hpp>
 
+#include <chrono>
+#include <ctime>
+
+#include "gather/actors/serving_config.hpp"
 #include "gather/admission/auth_check.hpp"
 #include "gather/config/config.hpp"
 #include "gather/demo.hpp"
@@ -85,6 +89,30 @@ void raise_descriptor_limit(const gather::config& cfg) {
               << "): connections beyond it wait in the accept queue\n";
 }
 
+/// SIGINT/SIGTERM: /readyz says 503 at once; the gateway keeps accepting and serving for
+/// drain_delay_ms (the balancer's time to take it out of its list), or until a second signal;
+/// then it stops accepting and lets the requests in flight finish.
+void drain_after(gather::gateway& gw, int signal) {
+  gw.begin_drain();
+  const auto delay = gw.serving()->cfg.drain_delay;
+  std::cerr << "gather: signal " << signal << ", /readyz says draining";
+  if (delay.count() > 0) {
+    std::cerr << "; serving " << delay.count() << " ms more, then draining requests in flight" << std::endl;
+    gather::write_log_line(R"({"event":"drain_delay","ms":)" + std::to_string(delay.count()) + "}");
+    auto set = termination_signals();
+    const auto end = std::chrono::steady_clock::now() + delay;
+    for (auto left = delay; left.count() > 0;
+         left = std::chrono::duration_cast<std::chrono::milliseconds>(end - std::chrono::steady_clock::now())) {
+      const timespec wait{static_cast<time_t>(left.count() / 1000), static_cast<long>(left.count() % 1000) * 1000000};
+      if (sigtimedwait(&set, nullptr, &wait) > 0) // a second signal: no more waiting
+        break;
+    }
+  } else {
+    std::cerr << ", draining requests in flight" << std::endl;
+  }
+  gw.stop();
+}
+
 /// Serves until SIGINT/SIGTERM, then drains: requests in flight finish (each by its deadline).
 /// SIGHUP re-reads `config_file` (none for the demo) and puts it in force when valid. The reload
 /// runs here, on the main thread, which serves nothing: reading and checking the file holds no
@@ -115,8 +143,7 @@ int serve(gather::config cfg, const std::string& listen, const std::string& bann
       else
         gw.reload(load_checked(config_file), config_file);
     }
-    std::cerr << "gather: signal " << signal << ", draining requests in flight\n";
-    gw.stop();
+    drain_after(gw, signal);
   } catch (const std::exception& e) {
     std::cerr << "gather: " << e.what() << "\n";
     return 1;

@@ -77,7 +77,7 @@ std::optional<refusal> check_gate(admission_request& request) {
   const auto& gate = request.serving.gates->routes[request.route_index()];
   if (!gate.jwt && !gate.limit)
     return std::nullopt;
-  auto verdict = pass_gate(gate, request.head.headers, request.head.peer,
+  auto verdict = pass_gate(gate, request.head.headers, request.head.client,
                            std::chrono::steady_clock::now());
   auto& counters = request.serving.counters;
   if (verdict.auth)

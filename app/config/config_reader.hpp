@@ -137,6 +137,8 @@ std::optional<tracing_config> read_tracing(const object_reader& top);
 /// not an object.
 std::optional<cors_config> read_cors(const object_reader& top);
 std::optional<compression_config> read_compression(const object_reader& top);
+/// `trusted_proxies`, `listen_proxy_protocol`, `drain_delay_ms` (read_balancer.cpp).
+void read_load_balancer(const object_reader& top, config& out);
 /// The `shared` object (read_shared.cpp); nullopt when absent or (reported) invalid.
 std::optional<shared_config> read_shared(const object_reader& top);
 /// `rate_limit.shared` and `cache_shared` need a top-level `shared` (reported by JSON path);
@@ -148,7 +150,8 @@ void check_shared_users(const config& cfg, bool shared_written, problem_list& pr
 
 /// Reads `path` into the route; false when it is missing or invalid (problems reported).
 bool read_route_path(const object_reader& route, route_config& out);
-/// /healthz, /metrics, /debug/actors, /dashboard: served before any route (without `admin`).
+/// /healthz, /readyz, /metrics, /debug/actors, /dashboard: served before any route (the last
+/// three only without `admin`).
 bool is_builtin_path(std::string_view path);
 /// Routes overlap when some request path could match both.
 bool overlap(const route_config& a, const route_config& b);

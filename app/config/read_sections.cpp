@@ -9,7 +9,7 @@ namespace gather::config_reader {
 namespace {
 
 /// Names that would be read as `{query.q}`, `{header.h}` or `{item}` in a URL template.
-constexpr std::string_view reserved_section_names[] = {"query", "header", "item", "claim"};
+constexpr std::string_view reserved_section_names[] = {"query", "header", "item", "claim", "client"};
 
 /// Reads `fallback_from` ("s" or "s.a.b"); nullopt when absent or invalid (reported).
 std::optional<field_ref> read_fallback_from(const object_reader& section,
@@ -50,7 +50,7 @@ void read_section_name(const object_reader& section, std::size_t index,
     section.problem(
         "name",
         in_quotes(*name) +
-            " is reserved: {query.q}, {header.h}, {claim.c} and {item} mean something else in URL templates");
+            " is reserved: {query.q}, {header.h}, {claim.c}, {client.ip} and {item} mean something else in URL templates");
   else if (const std::size_t first = names.at(*name); first != index)
     section.problem("name", "duplicate section name " + in_quotes(*name) + " (also sections[" +
                                 std::to_string(first) + "])");

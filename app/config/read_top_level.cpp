@@ -89,7 +89,8 @@ config read_config(const json& document, problem_list& problems) {
        "cache_max_bytes", "routes", "cluster", "io_threads", "max_connections",
        "max_request_line_bytes", "max_header_bytes", "max_headers", "request_timeout_ms",
        "keep_alive_idle_ms", "http2", "tls", "tracing", "admin", "$schema", "retry_budget",
-       "deadline_header", "cors", "compression", "protos", "shared"});
+       "deadline_header", "cors", "compression", "protos", "shared",
+       "trusted_proxies", "listen_proxy_protocol", "drain_delay_ms"});
   read_listen(top, out.listen);
   top.read_integer("io_threads", 1, 64, out.io_threads);
   read_inbound_limits(top, out.inbound);
@@ -110,7 +111,7 @@ config read_config(const json& document, problem_list& problems) {
     if (!route.is_object() || !route.contains("path") || !route["path"].is_string())
       continue;
     const auto& path = route["path"].get_ref<const std::string&>();
-    if (path != "/healthz" && is_builtin_path(path))
+    if (path != "/healthz" && path != "/readyz" && is_builtin_path(path))
       problems.add("routes[" + std::to_string(i) + "].path",
                    in_quotes(path) + " is a built-in endpoint, which takes precedence over routes "
                                      "(unless admin.listen moves it to its own listener)");
@@ -123,6 +124,7 @@ config read_config(const json& document, problem_list& problems) {
   read_protos(top, out.protos);
   out.shared = read_shared(top);
   check_shared_users(out, top.find("shared") != nullptr, problems);
+  read_load_balancer(top, out);
   return out;
 }
 

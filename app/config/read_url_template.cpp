@@ -40,6 +40,11 @@ std::variant<url_part, std::string> parse_placeholder(std::string_view name,
       return shown + ": {claim.NAME} needs \"auth\" on the route (no token, no claims)";
     return url_part{kind::claim, rest, {}, 0};
   }
+  if (head == "client") {
+    if (rest != "ip")
+      return shown + ": the client's only field is {client.ip}";
+    return url_part{kind::client, rest, {}, 0};
+  }
   if (!scope.sections)
     return shown + ": a batch url cannot refer to sections";
   const auto section = scope.sections->find(head);

@@ -9,7 +9,7 @@ namespace gather::config_reader {
 namespace {
 
 /// Built-in endpoints: they take precedence, so a route on one of these paths could never be hit.
-constexpr std::string_view builtin_paths[] = {"/healthz", "/metrics", "/debug/actors",
+constexpr std::string_view builtin_paths[] = {"/healthz", "/readyz", "/metrics", "/debug/actors",
                                               "/dashboard"};
 
 /// Characters a literal route segment may hold: RFC 3986 pchar without percent-escapes.
@@ -58,7 +58,7 @@ std::optional<std::string> parse_path_segment(std::string_view raw, path_segment
 std::vector<std::string> parse_route_path(std::string_view path,
                                           std::vector<path_segment>& segments) {
   std::vector<std::string> errors;
-  if (path == "/healthz") // the others are checked once `admin` is known (read_top_level.cpp)
+  if (path == "/healthz" || path == "/readyz") // the others: once `admin` is known (read_top_level.cpp)
     errors.push_back(in_quotes(path) +
                      " is a built-in endpoint, which takes precedence over routes");
   if (path == "/")

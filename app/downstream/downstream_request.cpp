@@ -28,6 +28,8 @@ std::optional<std::string> inbound_value(const url_part& part, const inbound_req
       const auto claim = in.claims->find(part.text);
       return claim == in.claims->end() ? std::string{} : scalar_text(*claim).value_or("");
     }
+    case url_part::kind::client:
+      return in.client_ip;
     case url_part::kind::section:
     case url_part::kind::item:
       break;

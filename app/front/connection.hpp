@@ -28,6 +28,7 @@
 #include <boost/beast/core/stream_traits.hpp>
 
 #include "gather/front/answer_dress.hpp"
+#include "gather/front/client_address.hpp"
 #include "gather/front/read_buffer.hpp"
 #include "gather/front/request_dispatch.hpp"
 #include "gather/front/request_parser.hpp"
@@ -46,10 +47,13 @@ public:
 
   /// `on_close` runs once, on the loop, when the connection has closed. `serving` is the
   /// generation in force when it was accepted (each request takes the one in force then).
+  /// `peer`: the TCP peer's address, or the client a PROXY protocol header named.
   template <class... StreamArgs>
-  connection(front_shared& shared, std::shared_ptr<const serving_config> serving,
+  connection(front_shared& shared, std::shared_ptr<const serving_config> serving, ip_address peer,
              std::function<void(connection_base*)> on_close, StreamArgs&&... args)
     : stream_(std::forward<StreamArgs>(args)...),
+      peer_(peer),
+      peer_text_(to_string(peer)),
       shared_(shared),
       serving_(std::move(serving)),
       on_close_(std::move(on_close)),
@@ -66,9 +70,6 @@ public:
   /// handshake is done.
   void start(std::string_view already_read = {}, bool handshaken = false) {
     error_code ignored;
-    const auto remote = boost::beast::get_lowest_layer(stream_).remote_endpoint(ignored);
-    peer_ = ignored ? std::string{} : remote.address().to_string();
-    ignored = {};
     boost::beast::get_lowest_layer(stream_).set_option(boost::asio::ip::tcp::no_delay(true), ignored);
     if (!already_read.empty()) {
       buffer_.append(already_read.data(), already_read.size());
@@ -211,7 +212,8 @@ private:
   };
 
   Stream stream_;
-  std::string peer_; ///< the client's address, for rate limits per ip
+  ip_address peer_;       ///< whose connection it is (the request's client: client_address.hpp)
+  std::string peer_text_; ///< as text, for the request heads
   front_shared& shared_;
   /// The generation of the request being read or served (of the last one, between requests).
   std::shared_ptr<const serving_config> serving_;

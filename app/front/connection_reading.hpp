@@ -61,7 +61,7 @@ inline void connection<Stream>::parse() {
 template <class Stream>
 inline bool connection<Stream>::on_head() {
   auto& head = parser_->head();
-  head.peer = peer_;
+  name_client(head, peer_, peer_text_, serving_->cfg.trusted_proxies);
   count_proto(head.version);
   request_id_ = request_id_for(head);
   dress_ = answer_dress(serving_->cfg, head.header("origin"), head.header_list("accept-encoding"));
@@ -94,6 +94,7 @@ inline void connection<Stream>::refuse_unparsed(const error_code& ec) {
   admitting_.reset();
   const auto why = parser_->refusal_for(ec);
   auto& head = parser_->head();
+  head.peer = head.client = peer_text_; // its headers, if any, are not the request's
   count_proto(head.target.empty() ? 11 : head.version);
   request_id_ = head.target.empty() ? request_id_for(request_head{}) : request_id_for(head);
   keep_alive_ = false;

@@ -32,6 +32,7 @@
 #include <boost/beast/core/string.hpp>
 
 #include "gather/front/answer_dress.hpp"
+#include "gather/front/client_address.hpp"
 #include "gather/front/request_dispatch.hpp"
 #include "gather/front/request_parser.hpp"
 
@@ -49,10 +50,13 @@ public:
   using error_code = boost::system::error_code;
 
   /// `already_read`: the bytes read while the protocol was chosen (the preface, for h2c).
-  h2_connection(front_shared& shared, std::shared_ptr<const serving_config> serving,
+  /// `peer`: the TCP peer's address, or the client a PROXY protocol header named.
+  h2_connection(front_shared& shared, std::shared_ptr<const serving_config> serving, ip_address peer,
                 std::function<void(connection_base*)> on_close, Stream stream,
                 std::string already_read)
-    : stream_(std::move(stream)),
+    : peer_(peer),
+      peer_text_(to_string(peer)),
+      stream_(std::move(stream)),
       shared_(shared),
       serving_(std::move(serving)),
       on_close_(std::move(on_close)),
@@ -70,9 +74,6 @@ public:
     boost::beast::get_lowest_layer(stream_).set_option(boost::asio::ip::tcp::no_delay(true), ignored);
     shared_.stats.count_connection(inbound_proto::h2);
     shared_.stats.h2_connections.fetch_add(1, std::memory_order_relaxed);
-    ignored = {};
-    const auto remote = boost::beast::get_lowest_layer(stream_).remote_endpoint(ignored);
-    peer_ = ignored ? std::string{} : remote.address().to_string(); // a rate limit's `ip`
     session_.emplace(serving_->cfg.http2, *this);
     last_activity_ = clock::now();
     const auto first = std::move(already_read_);
@@ -145,7 +146,8 @@ private:
   /// Bytes handed to one write: enough for a few full DATA frames, small enough to stay in cache.
   static constexpr std::size_t write_batch = 65536;
 
-  std::string peer_; // the client's address, the same for every stream of the connection
+  ip_address peer_;       // whose connection it is, the same for every stream of it
+  std::string peer_text_; // as text, for the request heads
   enum class stage { head, body, ready, serving, streaming, answering };
   enum class why { none, incomplete, deadline, hard_limit, sending };
 

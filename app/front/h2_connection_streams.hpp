@@ -17,7 +17,7 @@ inline void h2_connection<Stream>::stream_opened(std::int32_t id) {
   shared_.serving.refresh(serving_); // each request takes the generation in force as it begins
   s->serving = serving_;
   s->head.version = 20;
-  s->head.peer = peer_;
+  s->head.peer = s->head.client = peer_text_; // the client from its headers once they are read
   arm(id, *s, clock::now() + limits().request_timeout, why::incomplete);
   streams_[id] = std::move(s);
   shared_.stats.h2_streams.fetch_add(1, std::memory_order_relaxed);
@@ -68,6 +68,7 @@ inline void h2_connection<Stream>::head_done(std::int32_t id, bool ends_stream) 
   s->request_id = request_id_for(s->head);
   if (s->refusal != parse_refusal::none)
     return refuse(id, *s);
+  name_client(s->head, peer_, peer_text_, s->serving->cfg.trusted_proxies);
   s->dress = answer_dress(s->serving->cfg, s->head.header("origin"), s->head.header_list("accept-encoding"));
   if (!ends_stream && shared_.dispatch.may_read_body(*s->serving, s->head)) {
     s->admitting.emplace(*s->serving, s->head, s->request_id, shared_.stats);

@@ -12,6 +12,7 @@
 #include "connection.hpp"
 #include "h2_connection.hpp"
 #include "protocol_select.hpp"
+#include "proxy_intake.hpp"
 #include "gather/front/tls_context.hpp"
 #include "gather/ops/request_log.hpp"
 
@@ -101,30 +102,71 @@ struct http_server::impl {
     stats.connections.fetch_add(1, std::memory_order_relaxed);
     const std::size_t index = loop_index(loop);
     asio::post(loop, [this, index, gen = accepting, socket = std::move(socket)]() mutable {
-      const auto& limits = gen->cfg.inbound;
-      if (tls)
-        select<asio::ssl::stream<tcp::socket>>(index, gen, limits.request_timeout, std::move(socket), *tls);
-      else // the first bytes of a plain connection may take as long as an idle one's next request
-        select<tcp::socket>(index, gen, limits.keep_alive_idle, std::move(socket));
+      boost::system::error_code ec;
+      const auto remote = socket.remote_endpoint(ec);
+      if (ec) // gone already
+        return closed(index, nullptr);
+      const auto peer = peer_address(remote.address());
+      if (!gen->cfg.listen_proxy_protocol || role != listener_role::main)
+        return begin(index, std::move(gen), peer, std::move(socket));
+      if (!gen->cfg.trusted_proxies.contains(peer)) { // only a balancer may say who the client is
+        shared.stats.proxy_refused.fetch_add(1, std::memory_order_relaxed);
+        socket.close(ec);
+        return closed(index, nullptr);
+      }
+      intake(index, std::move(gen), peer, std::move(socket));
     });
+  }
+
+  static ip_address peer_address(const asio::ip::address& address) {
+    if (address.is_v4())
+      return ip_from_bytes(address.to_v4().to_bytes().data(), 4);
+    return ip_from_bytes(address.to_v6().to_bytes().data(), 16);
+  }
+
+  /// Runs on the connection's loop: the protocol is chosen next (TLS or plain).
+  void begin(std::size_t index, std::shared_ptr<const serving_config> gen, const ip_address& peer,
+             tcp::socket socket) {
+    const auto& limits = gen->cfg.inbound;
+    if (tls)
+      select<asio::ssl::stream<tcp::socket>>(index, gen, limits.request_timeout, peer, std::move(socket), *tls);
+    else // the first bytes of a plain connection may take as long as an idle one's next request
+      select<tcp::socket>(index, gen, limits.keep_alive_idle, peer, std::move(socket));
+  }
+
+  /// Runs on the connection's loop: the PROXY protocol header first (within the request-head
+  /// time limit), then the connection begins as any other, its peer the client the header names.
+  void intake(std::size_t index, std::shared_ptr<const serving_config> gen, const ip_address& peer,
+              tcp::socket socket) {
+    auto on_close = [this, index](connection_base* conn) { closed(index, conn); };
+    auto on_read = [this, index, gen, peer](proxy_intake* reader, tcp::socket&& read,
+                                            std::optional<ip_address> source) {
+      open[index].erase(reader);
+      begin(index, gen, source.value_or(peer), std::move(read)); // LOCAL, UNKNOWN: the TCP peer
+    };
+    const auto& limits = gen->cfg.inbound;
+    auto reader = std::make_shared<proxy_intake>(limits.request_timeout, limits.max_header_bytes,
+                                                 shared.stats.proxy_refused, on_close, std::move(on_read), std::move(socket));
+    open[index].insert(reader.get());
+    reader->start();
   }
 
   /// Runs on the connection's loop: learns the protocol (protocol_select), then hands the stream
   /// to an HTTP/2 or an HTTP/1.1 connection, which takes the selector's place among the open ones.
   template <class Stream, class... StreamArgs>
   void select(std::size_t index, std::shared_ptr<const serving_config> gen, millis wait,
-              StreamArgs&&... args) {
+              const ip_address& peer, StreamArgs&&... args) {
     auto on_close = [this, index](connection_base* conn) { closed(index, conn); };
-    auto on_chosen = [this, index, gen, on_close](protocol_select<Stream>* selector, Stream&& stream,
-                                                  std::string already_read, bool h2) {
+    auto on_chosen = [this, index, gen, peer, on_close](protocol_select<Stream>* selector, Stream&& stream,
+                                                        std::string already_read, bool h2) {
       open[index].erase(selector);
       if (h2) {
-        auto c = std::make_shared<h2_connection<Stream>>(shared, gen, on_close, std::move(stream),
+        auto c = std::make_shared<h2_connection<Stream>>(shared, gen, peer, on_close, std::move(stream),
                                                          std::move(already_read));
         open[index].insert(c.get());
         c->start();
       } else {
-        auto c = std::make_shared<connection<Stream>>(shared, gen, on_close, std::move(stream));
+        auto c = std::make_shared<connection<Stream>>(shared, gen, peer, on_close, std::move(stream));
         open[index].insert(c.get());
         c->start(already_read, true);
       }
@@ -135,8 +177,10 @@ struct http_server::impl {
     selector->start();
   }
 
+  /// A connection has closed (`conn` null: one closed before any stage held it).
   void closed(std::size_t index, connection_base* conn) {
-    open[index].erase(conn);
+    if (conn)
+      open[index].erase(conn);
     if (shared.stats.connections.fetch_sub(1, std::memory_order_acq_rel) == 1) {
       std::lock_guard<std::mutex> lock(mutex);
       all_closed.notify_all();

@@ -58,6 +58,7 @@ request_record request_dispatch::record_of(const serving_config& serving, const 
     record.set_route(route, routes[route].path);
   record.set_proto(head.version == 20 ? inbound_proto::h2
                    : head.version == 10 ? inbound_proto::http10 : inbound_proto::http11);
+  record.set_client(head.client);
   return record;
 }
 

@@ -15,6 +15,7 @@ inbound_request inbound_of(const request_head& head,
   in.arrived = arrived;
   in.trace = trace;
   in.captures = std::move(captures);
+  in.client_ip = head.client;
   const auto question = head.target.find('?');
   if (question != std::string::npos)
     in.query = parse_query(std::string_view{head.target}.substr(question + 1));

@@ -40,6 +40,16 @@ http_reply healthz(const ops_sources& src) {
   return reply;
 }
 
+/// Ready for traffic until SIGTERM; then 503, so the balancer stops sending while the gateway
+/// still serves what comes (drain_delay_ms).
+http_reply readyz(const ops_sources& src) {
+  http_reply reply;
+  const bool draining = src.stats.draining.load(std::memory_order_relaxed);
+  reply.status = draining ? 503 : 200;
+  reply.body = draining ? R"({"status":"draining"})" : R"({"status":"ready"})";
+  return reply;
+}
+
 http_reply metrics_text(const ops_sources& src) {
   process_figures process;
   process.inflight_requests = src.stats.inflight.load();
@@ -89,6 +99,7 @@ http_reply debug_actors(const ops_sources& src) {
                               {"io_threads", src.cfg.io_threads},
                               {"connections", src.stats.connections.load()},
                               {"connections_refused", src.stats.connections_refused.load()},
+                              {"proxy_refused", src.stats.proxy_refused.load()},
                               {"h2_connections", src.stats.h2_connections.load()},
                               {"h2_streams", src.stats.h2_streams.load()},
                               {"coordinators", src.stats.coordinators.load()},
@@ -120,7 +131,7 @@ http_reply dashboard(const std::string& /*request_id*/) {
 } // namespace
 
 bool is_ops_path(const std::string& path, const config& cfg, listener_role role) {
-  if (path == "/healthz")
+  if (path == "/healthz" || path == "/readyz")
     return true;
   if (cfg.admin && role == listener_role::main)
     return false;
@@ -136,6 +147,8 @@ http_reply serve_ops(const std::string& method, const std::string& path, const s
   }
   if (path == "/healthz")
     return healthz(sources);
+  if (path == "/readyz")
+    return readyz(sources);
   if (path == "/metrics")
     return metrics_text(sources);
   if (path == "/debug/actors")

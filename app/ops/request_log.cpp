@@ -27,13 +27,16 @@ std::int64_t unix_micros() {
 double unix_seconds() { return unix_micros() / 1e6; }
 
 nlohmann::json base_record(const std::string& request_id, const std::string& route, int status,
-                           std::int64_t ms, const std::string& trace_id, const char* proto) {
+                           std::int64_t ms, const std::string& trace_id, const char* proto,
+                           std::string_view client) {
   nlohmann::json record = {{"ts", unix_seconds()}, {"request_id", request_id}, {"route", route},
                            {"status", status},     {"ms", ms}};
   if (!trace_id.empty())
     record["trace_id"] = trace_id;
   if (proto)
     record["proto"] = proto;
+  if (!client.empty())
+    record["client"] = client;
   return record;
 }
 
@@ -41,14 +44,16 @@ nlohmann::json base_record(const std::string& request_id, const std::string& rou
 /// request). `more`: about the bytes the caller adds after them.
 json_line start_line(const std::string& request_id, const std::string& route, int status,
                      std::int64_t ms, const std::string& trace_id, const char* proto,
-                     std::size_t more) {
-  json_line line{128 + request_id.size() + trace_id.size() + route.size() + more};
+                     std::string_view client, std::size_t more) {
+  json_line line{128 + request_id.size() + trace_id.size() + route.size() + client.size() + more};
   line.unix_time("ts", unix_micros()).field("request_id", request_id);
   if (!trace_id.empty())
     line.field("trace_id", trace_id);
   line.field("route", route);
   if (proto)
     line.field("proto", proto);
+  if (!client.empty())
+    line.field("client", client);
   line.field("status", status).field("ms", ms);
   return line;
 }
@@ -107,12 +112,13 @@ void write_log_line(std::string json_line) {
 
 void log_request(const std::string& request_id, const std::string& trace_id, const std::string& route,
                  int status, std::int64_t ms, const std::vector<section_config>& sections,
-                 const std::vector<section_outcome>& outcomes, const char* proto) {
+                 const std::vector<section_outcome>& outcomes, const char* proto,
+                 std::string_view client) {
   // A section's line with its fixed words is under 128 bytes (its name, detail and node aside).
   std::size_t more = 16;
   for (std::size_t i = 0; i < sections.size(); ++i)
     more += 128 + sections[i].name.size() + outcomes[i].detail.size() + outcomes[i].node.size();
-  json_line line = start_line(request_id, route, status, ms, trace_id, proto, more);
+  json_line line = start_line(request_id, route, status, ms, trace_id, proto, client, more);
   line.open("sections");
   for (std::size_t i = 0; i < sections.size(); ++i) {
     const auto& o = outcomes[i];
@@ -141,8 +147,9 @@ void log_request(const std::string& request_id, const std::string& trace_id, con
 
 void log_batch_request(const std::string& request_id, const std::string& trace_id,
                        const std::string& route, int status, std::int64_t ms, const batch_plan& plan,
-                       const std::vector<section_outcome>& calls, const char* proto) {
-  auto record = base_record(request_id, route, status, ms, trace_id, proto);
+                       const std::vector<section_outcome>& calls, const char* proto,
+                       std::string_view client) {
+  auto record = base_record(request_id, route, status, ms, trace_id, proto, client);
   const auto counts = count_rows(plan, calls);
   std::int64_t attempts = 0;
   std::size_t not_started = 0;
@@ -184,8 +191,8 @@ void log_batch_request(const std::string& request_id, const std::string& trace_i
 
 void log_request(const std::string& request_id, const std::string& route, int status,
                  std::int64_t ms, const std::string& detail, const std::string& trace_id,
-                 const char* proto) {
-  json_line line = start_line(request_id, route, status, ms, trace_id, proto, detail.size() + 12);
+                 const char* proto, std::string_view client) {
+  json_line line = start_line(request_id, route, status, ms, trace_id, proto, client, detail.size() + 12);
   if (!detail.empty())
     line.field("detail", detail);
   write_log_line(std::move(line).done());

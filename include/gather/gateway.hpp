@@ -25,6 +25,9 @@ public:
   int start(const std::string& listen = {});
   /// The operations listener's bound port after start(); 0 without `admin`.
   int admin_port() const;
+  /// SIGTERM's first step: /readyz answers 503 from now on; everything else goes on as before
+  /// (the balancer takes the gateway out of its list while it still serves: drain_delay_ms).
+  void begin_drain();
   /// Stops accepting, lets requests in flight finish (each by its deadline), joins.
   void stop();
 

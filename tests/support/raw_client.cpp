@@ -3,6 +3,7 @@
 #include <cerrno>
 #include <cstring>
 #include <stdexcept>
+#include <utility>
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -64,10 +65,23 @@ std::string raw_response::header(const std::string& lower_name) const {
   return it == headers.end() ? std::string{} : it->second;
 }
 
-raw_connection::raw_connection(int port) {
+raw_connection::raw_connection(int port) : raw_connection(port, {}) {}
+
+raw_connection::raw_connection(int port, const std::string& from) {
   fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd_ < 0)
     throw std::runtime_error(std::string("socket: ") + std::strerror(errno));
+  if (!from.empty()) { // another loopback source address: the gateway sees another peer
+    sockaddr_in source{};
+    source.sin_family = AF_INET;
+    if (::inet_pton(AF_INET, from.c_str(), &source.sin_addr) != 1 ||
+        ::bind(fd_, reinterpret_cast<sockaddr*>(&source), sizeof source) != 0) {
+      const int err = errno;
+      ::close(fd_);
+      fd_ = -1;
+      throw std::runtime_error("bind " + from + ": " + std::strerror(err));
+    }
+  }
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
@@ -116,6 +130,21 @@ std::optional<raw_response> raw_connection::read_response(std::chrono::milliseco
       return std::nullopt;
     buffered_.append(chunk, static_cast<std::size_t>(n));
   }
+}
+
+std::string raw_connection::read_at_least(std::size_t n, std::chrono::milliseconds limit) {
+  const auto deadline = steady::now() + limit;
+  while (buffered_.size() < n) {
+    pollfd p{fd_, POLLIN, 0};
+    if (::poll(&p, 1, remaining_ms(deadline)) <= 0)
+      break;
+    char chunk[65536];
+    const ssize_t got = ::recv(fd_, chunk, sizeof chunk, 0);
+    if (got <= 0)
+      break;
+    buffered_.append(chunk, static_cast<std::size_t>(got));
+  }
+  return std::exchange(buffered_, {});
 }
 
 bool raw_connection::wait_closed(std::chrono::milliseconds limit) {

@@ -20,6 +20,9 @@ struct raw_response {
 class raw_connection {
 public:
   explicit raw_connection(int port); ///< connects to 127.0.0.1:port (throws on failure)
+  /// Connects from the loopback address `from` ("127.0.0.2"; bound before connect), so the
+  /// gateway sees a peer other than 127.0.0.1.
+  raw_connection(int port, const std::string& from);
   ~raw_connection();
   raw_connection(const raw_connection&) = delete;
   raw_connection& operator=(const raw_connection&) = delete;
@@ -28,6 +31,11 @@ public:
   bool send(const std::string& bytes);
   /// Reads one complete response within `limit`; nullopt on timeout, close or garbage.
   std::optional<raw_response> read_response(std::chrono::milliseconds limit = std::chrono::seconds(5));
+  /// Raw bytes: at least `n` (fewer when `limit` passes or the peer closes first), and all of
+  /// what was read past the last response.
+  std::string read_at_least(std::size_t n, std::chrono::milliseconds limit = std::chrono::seconds(5));
+  /// Bytes read but not yet returned (what came before the peer closed, say).
+  const std::string& buffered() const { return buffered_; }
   /// Waits up to `limit` for the peer to close (EOF or reset), discarding anything it sends.
   bool wait_closed(std::chrono::milliseconds limit);
   /// True when the peer has closed (checked now, without waiting). Unread data is kept.

@@ -74,6 +74,8 @@ public:
   void hold(inflight_slot slot) { slot_ = std::move(slot); }
   /// The protocol the request came in (the log line's `proto`).
   void set_proto(inbound_proto proto) { proto_ = proto; }
+  /// The client's address (the log line's `client`).
+  void set_client(std::string client) { client_ = std::move(client); }
 
   /// A request answered without sections: a refusal, a client gone (499), a hard limit (504).
   /// `detail` is the log line's (never sent to the client); empty: "refused: <error code>".
@@ -107,6 +109,7 @@ private:
   const std::string* route_path_ = nullptr; ///< the route's path, in the generation; null: no_route
   inflight_slot slot_;
   inbound_proto proto_ = inbound_proto::http11;
+  std::string client_;
   bool finished_ = false;
 };
 

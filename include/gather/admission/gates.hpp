@@ -51,7 +51,7 @@ struct gate_verdict {
 };
 
 /// Runs `gate` on a request: the token (its `Authorization` value), then the rate limit under the
-/// request's key. `headers`: the request's, names lower-case; `peer`: its TCP peer's address.
+/// request's key. `headers`: the request's, names lower-case; `peer`: its client's address (request_head::client).
 gate_verdict pass_gate(const route_gate& gate, const std::vector<std::pair<std::string, std::string>>& headers,
                        const std::string& peer, std::chrono::steady_clock::time_point now);
 

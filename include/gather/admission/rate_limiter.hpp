@@ -74,7 +74,7 @@ private:
   slot* slots_;               ///< calloc'd: untouched pages cost no memory
 };
 
-/// The key a request counts under: the peer's address (`ip`), a header's first value
+/// The key a request counts under: the client's address (`ip`: the peer, or through trusted_proxies), a header's first value
 /// (`header:NAME`), a claim's text (`claim:NAME`), or "" (`route`, or a request without the
 /// header or claim: those share one bucket). `headers`: the request's, names lower-case;
 /// `claims`: the verified token's (null on a route without auth).

@@ -16,6 +16,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "gather/config/ip_range.hpp"
+
 namespace gather {
 
 using millis = std::chrono::milliseconds;
@@ -33,6 +35,7 @@ struct url_part {
     section, ///< `{s.a.b}`: field `field` of section `text`'s data (index `section`)
     item,    ///< `{item}`: the batch item (batch routes only)
     claim,   ///< `{claim.NAME}`: claim `text` of the request's verified token (routes with auth)
+    client,  ///< `{client.ip}`: the client's address (the peer, or through `trusted_proxies`)
   };
   kind what = kind::literal;
   std::string text;
@@ -357,6 +360,12 @@ struct config {
   /// always for a config without gRPC sections).
   std::shared_ptr<const proto_catalog> descriptors;
   std::optional<shared_config> shared;           ///< absent: nothing is shared with other gateways
+  /// Behind a load balancer (docs/gateway.md): the peers whose X-Forwarded-For / Forwarded are
+  /// believed; whether every connection begins with a PROXY protocol header (from one of them);
+  /// how long after SIGTERM the gateway keeps serving while /readyz answers 503.
+  ip_ranges trusted_proxies;
+  bool listen_proxy_protocol = false;
+  millis drain_delay{0};
 };
 
 /// Either a config or every problem found, one string each: "<json path>: <what is wrong>",

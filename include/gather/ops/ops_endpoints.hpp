@@ -1,4 +1,4 @@
-// The built-in operations endpoints: /healthz, /metrics, /debug/actors, /dashboard (docs/operations.md).
+// The built-in operations endpoints: /healthz, /readyz, /metrics, /debug/actors, /dashboard (docs/operations.md).
 #pragma once
 
 #include <string>
@@ -35,7 +35,7 @@ struct ops_sources {
 enum class listener_role { main, admin };
 
 /// True for the operations paths this listener serves before any route: all four on the admin
-/// listener and on `listen` without `admin`; with `admin`, only /healthz on `listen` (the others
+/// listener and on `listen` without `admin`; with `admin`, only /healthz and /readyz on `listen` (the others
 /// are ordinary paths there, which a route may take).
 bool is_ops_path(const std::string& path, const config& cfg, listener_role role);
 

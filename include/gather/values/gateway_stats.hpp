@@ -47,6 +47,11 @@ struct gateway_stats {
   std::atomic<std::uint64_t> client_gone{0};  ///< requests whose client hung up before the answer
   std::atomic<std::int64_t> connections{0};   ///< inbound connections open
   std::atomic<std::uint64_t> connections_refused{0}; ///< closed at once: max_connections reached
+  /// Closed for the PROXY protocol (`listen_proxy_protocol`): a peer outside `trusted_proxies`, or
+  /// no valid header within the request-head time limit.
+  std::atomic<std::uint64_t> proxy_refused{0};
+  /// SIGTERM has come: /readyz answers 503 (the gateway still serves for drain_delay_ms).
+  std::atomic<bool> draining{false};
   /// Connections by the protocol they spoke (inbound_proto); one that never sent a request is
   /// not counted.
   std::array<std::atomic<std::uint64_t>, 3> connections_by_proto{};

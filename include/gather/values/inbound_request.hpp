@@ -28,6 +28,8 @@ struct inbound_request {
   /// The route's `forward_claims` header names (lower-case): their inbound values were dropped
   /// and `headers` holds the claims' values instead; every downstream call carries them.
   std::vector<std::string> claim_headers;
+  /// The client's address (`{client.ip}`): the peer's, or the one its trusted proxies forwarded.
+  std::string client_ip;
 
   /// First value of a query parameter / header (header name lower-case), "" when absent.
   std::string query_value(const std::string& name) const;

@@ -13,9 +13,12 @@ struct request_head {
   std::string target;
   int version = 11; ///< 10, 11, or 20 (HTTP/2)
   std::vector<std::pair<std::string, std::string>> headers;
-  /// The TCP peer's address ("127.0.0.1", "::1"): what a rate limit `per: ip` counts under. No
-  /// forwarded header is trusted for it.
+  /// The TCP peer's address ("127.0.0.1", "::1"), or the PROXY protocol header's source.
   std::string peer;
+  /// The client's address: the peer, or the one forwarded to a peer in `trusted_proxies`
+  /// (gather/front/client_address.hpp). What a rate limit `per: ip` counts under, `{client.ip}`
+  /// and the log line's `client`.
+  std::string client;
 
   /// First value of a header (lower-case name), "" when absent.
   const std::string& header(const std::string& lower_name) const;
