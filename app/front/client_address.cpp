@@ -108,15 +108,21 @@ std::optional<ip_address> element_for(std::string_view element) {
 
 } // namespace
 
-std::optional<std::vector<ip_address>> forwarded_for_chain(const header_fields& headers) {
+namespace {
+
+/// Every field `lower_name` of `headers` split at its commas, each entry read by `address_of`; one
+/// entry that is not an address passes the whole chain over.
+template <class Read>
+std::optional<std::vector<ip_address>> chain_of(const header_fields& headers, std::string_view lower_name,
+                                                Read address_of) {
   std::vector<ip_address> chain;
   bool any = false;
   for (const auto& [name, value] : headers) {
-    if (name != "x-forwarded-for")
+    if (name != lower_name)
       continue;
     any = true;
     for (const auto entry : split_outside_quotes(value, ',')) {
-      const auto address = parse_ip(trimmed(entry));
+      const auto address = address_of(entry);
       if (!address)
         return std::nullopt;
       chain.push_back(*address);
@@ -127,23 +133,14 @@ std::optional<std::vector<ip_address>> forwarded_for_chain(const header_fields& 
   return chain;
 }
 
+} // namespace
+
+std::optional<std::vector<ip_address>> forwarded_for_chain(const header_fields& headers) {
+  return chain_of(headers, "x-forwarded-for", [](std::string_view entry) { return parse_ip(trimmed(entry)); });
+}
+
 std::optional<std::vector<ip_address>> forwarded_chain(const header_fields& headers) {
-  std::vector<ip_address> chain;
-  bool any = false;
-  for (const auto& [name, value] : headers) {
-    if (name != "forwarded")
-      continue;
-    any = true;
-    for (const auto element : split_outside_quotes(value, ',')) {
-      const auto address = element_for(element);
-      if (!address)
-        return std::nullopt;
-      chain.push_back(*address);
-    }
-  }
-  if (!any)
-    return std::nullopt;
-  return chain;
+  return chain_of(headers, "forwarded", element_for);
 }
 
 ip_address untrusted_end(const std::vector<ip_address>& chain, const ip_ranges& trusted) {

@@ -46,6 +46,21 @@ public:
   virtual void force_close() = 0;
 };
 
+/// A connection's stage before it has a request (the PROXY header, the choice of protocol): no
+/// answer can be asked of it, and a stopping server closes it.
+class pre_request_stage : public connection_base {
+public:
+  void on_reply(std::int32_t, http_reply) override {}
+  void on_stream_open(std::int32_t, http_reply) override {}
+  void on_stream_piece(std::int32_t, std::string, bool) override {}
+  void drain() override { close(); } // nothing has been asked yet
+  void force_close() override { close(); }
+
+protected:
+  /// Closes the socket (once) and tells the server.
+  virtual void close() = 0;
+};
+
 /// The front's side of reply_sink: posts the answer to the connection's loop, for the request on
 /// `stream` (an HTTP/2 stream id, or 0), in the order the coordinator hands its pieces over (one
 /// loop, one queue).

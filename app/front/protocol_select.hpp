@@ -24,7 +24,7 @@ namespace gather {
 inline constexpr std::string_view h2_preface = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 
 template <class Stream>
-class protocol_select final : public connection_base,
+class protocol_select final : public pre_request_stage,
                               public std::enable_shared_from_this<protocol_select<Stream>> {
 public:
   using error_code = boost::system::error_code;
@@ -74,12 +74,6 @@ public:
       on_close_(this);
   }
 
-  void on_reply(std::int32_t, http_reply) override {}
-  void on_stream_open(std::int32_t, http_reply) override {}
-  void on_stream_piece(std::int32_t, std::string, bool) override {}
-  void drain() override { close(); } // nothing has been asked yet
-  void force_close() override { close(); }
-
 private:
   static constexpr bool is_tls = !std::is_same_v<Stream, boost::asio::ip::tcp::socket>;
   static constexpr std::size_t read_chunk = 16384;
@@ -115,7 +109,7 @@ private:
     on_chosen_(this, std::move(stream_), std::move(read_), h2);
   }
 
-  void close() {
+  void close() override {
     if (done_)
       return;
     done_ = true;

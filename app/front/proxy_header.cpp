@@ -71,16 +71,20 @@ result v1(std::string_view bytes) {
   const auto cr = window.find('\r');
   if (window.find('\n') < cr || window.find('\0') < cr)
     return invalid{"PROXY v1: a line feed or NUL before the CRLF"};
+  // The protocol word, as far as it has come (the same verdict whatever follows).
+  const auto line = window.substr(0, cr);
+  if (line.size() > v1_prefix.size()) {
+    const auto rest = line.substr(v1_prefix.size());
+    if (!may_begin(rest, "TCP4 ") && !may_begin(rest, "TCP6 ") && !may_begin(rest, "UNKNOWN"))
+      return invalid{"PROXY v1: not TCP4, TCP6 or UNKNOWN"};
+  }
   if (cr == std::string_view::npos) {
     if (bytes.size() >= v1_max_length)
       return invalid{"PROXY v1: no CRLF within 107 bytes"};
-    if (bytes.size() > v1_prefix.size()) {
-      const auto rest = bytes.substr(v1_prefix.size());
-      if (!may_begin(rest, "TCP4 ") && !may_begin(rest, "TCP6 ") && !may_begin(rest, "UNKNOWN"))
-        return invalid{"PROXY v1: not TCP4, TCP6 or UNKNOWN"};
-    }
     return need_more{bytes.size() < min_length ? min_length - bytes.size() : 1};
   }
+  if (cr + 2 > v1_max_length)
+    return invalid{"PROXY v1: no CRLF within 107 bytes"};
   if (cr + 1 == bytes.size())
     return need_more{1};
   if (bytes[cr + 1] != '\n')

@@ -26,7 +26,7 @@
 
 namespace gather {
 
-class proxy_intake final : public connection_base, public std::enable_shared_from_this<proxy_intake> {
+class proxy_intake final : public pre_request_stage, public std::enable_shared_from_this<proxy_intake> {
 public:
   using tcp = boost::asio::ip::tcp;
   using error_code = boost::system::error_code;
@@ -58,12 +58,6 @@ public:
     });
     step();
   }
-
-  void on_reply(std::int32_t, http_reply) override {}
-  void on_stream_open(std::int32_t, http_reply) override {}
-  void on_stream_piece(std::int32_t, std::string, bool) override {}
-  void drain() override { close(); } // nothing has been asked yet
-  void force_close() override { close(); }
 
 private:
   enum class phase { reading, handed_on, closed };
@@ -112,7 +106,7 @@ private:
     on_read_(this, std::move(socket_), source);
   }
 
-  void close() {
+  void close() override {
     if (state_ != phase::reading)
       return;
     state_ = phase::closed;

@@ -6,34 +6,26 @@
 #include <string>
 
 #include "gather/front/proxy_header.hpp"
+#include "support/proxy_bytes.hpp"
 
 namespace pp = gather::proxy_protocol;
 
 namespace {
 
 constexpr std::size_t proxy_test_max = 16384;
-const std::string v2_sig{"\r\n\r\n\0\r\nQUIT\n", 12};
+const std::string& v2_sig = gather::test::proxy_v2_signature;
+using gather::test::be16;
 
-std::string be16_bytes(unsigned v) { return {static_cast<char>(v >> 8), static_cast<char>(v & 0xff)}; }
-
-/// A v2 header: command byte, family byte, then `body` (addresses and TLVs) with its length.
 std::string v2_header(char command, char family, const std::string& body) {
-  return v2_sig + command + family + be16_bytes(static_cast<unsigned>(body.size())) + body;
+  return gather::test::proxy_v2_header(command, family, body);
 }
 
 std::string v2_inet_body() { // 192.0.2.1:56324 -> 10.0.0.1:443
-  return std::string{"\xc0\x00\x02\x01\x0a\x00\x00\x01", 8} + be16_bytes(56324) + be16_bytes(443);
+  return std::string{"\xc0\x00\x02\x01\x0a\x00\x00\x01", 8} + be16(56324) + be16(443);
 }
 
 std::string v2_inet6_body() { // [2001:db8::1]:4711 -> [2001:db8::2]:443
-  std::string src(16, '\0'), dst(16, '\0');
-  src[0] = dst[0] = '\x20';
-  src[1] = dst[1] = '\x01';
-  src[2] = dst[2] = '\x0d';
-  src[3] = dst[3] = '\xb8';
-  src[15] = '\x01';
-  dst[15] = '\x02';
-  return src + dst + be16_bytes(4711) + be16_bytes(443);
+  return gather::test::ipv6_doc_address(1) + gather::test::ipv6_doc_address(2) + be16(4711) + be16(443);
 }
 
 pp::proxied named(const pp::result& r) {
@@ -81,6 +73,9 @@ TEST_CASE("PROXY v1: malformed lines are invalid as soon as their bytes show it"
   CHECK(is_invalid(pp::parse("PROXX", proxy_test_max)));
   CHECK(is_invalid(pp::parse("GET / HTTP/1.1\r\n", proxy_test_max)));
   CHECK(is_invalid(pp::parse("PROXY UDP4", proxy_test_max)));
+  // fuzz_proxy's first finding: a wrong protocol word followed by a CR at the end of the bytes
+  // read was "need more" instead of invalid (fuzz/corpus/proxy/finding_v1_word_then_cr).
+  CHECK(is_invalid(pp::parse("PROXY TCP5 192.0.2.1 10.0.0.1 56324 443\r", proxy_test_max)));
   CHECK(is_invalid(pp::parse("PROXY TCP4 1.2.3.4\n", proxy_test_max)));
   CHECK(is_invalid(pp::parse("PROXY TCP4 1.2.3.4 5.6.7.8 1 2\rX", proxy_test_max)));
   CHECK(is_invalid(pp::parse("PROXY TCP4 1.2.3.4 5.6.7.8 080 80\r\n", proxy_test_max)));   // leading zero
@@ -94,6 +89,10 @@ TEST_CASE("PROXY v1: malformed lines are invalid as soon as their bytes show it"
   CHECK(is_invalid(pp::parse("PROXY UNKNOWN " + std::string(93, 'x'), proxy_test_max)));
   CHECK(more_needed(pp::parse("PROXY UNKNOWN " + std::string(92, 'x'), proxy_test_max)) == 1);
   CHECK(std::holds_alternative<pp::local>(pp::parse("PROXY UNKNOWN " + std::string(91, 'x') + "\r\n", proxy_test_max)));
+  // fuzz_proxy's second finding: a CR as the 107th byte made a 108-byte line
+  // (fuzz/corpus/proxy/finding_v1_108_bytes).
+  CHECK(is_invalid(pp::parse("PROXY UNKNOWN " + std::string(92, 'x') + "\r", proxy_test_max)));
+  CHECK(is_invalid(pp::parse("PROXY UNKNOWN " + std::string(92, 'x') + "\r\n", proxy_test_max)));
 }
 
 TEST_CASE("PROXY v2: PROXY over IPv4 and IPv6 names the source; TLVs are skipped whole", "[unit][front][proxy]") {
@@ -141,9 +140,9 @@ TEST_CASE("PROXY v2: truncated asks for exactly what is missing; broken or overs
   // Too short for its addresses; longer than allowed (seen from the length field alone).
   CHECK(is_invalid(pp::parse(v2_header('\x21', '\x11', std::string(11, 'a')), proxy_test_max)));
   CHECK(is_invalid(pp::parse(v2_header('\x21', '\x21', v2_inet_body()), proxy_test_max)));
-  CHECK(is_invalid(pp::parse(v2_sig + "\x21\x11" + be16_bytes(65535), proxy_test_max)));
-  CHECK(is_invalid(pp::parse(v2_sig + "\x21\x11" + be16_bytes(300), 256)));
-  CHECK(more_needed(pp::parse(v2_sig + "\x21\x11" + be16_bytes(240), 256)) == 240);
+  CHECK(is_invalid(pp::parse(v2_sig + "\x21\x11" + be16(65535), proxy_test_max)));
+  CHECK(is_invalid(pp::parse(v2_sig + "\x21\x11" + be16(300), 256)));
+  CHECK(more_needed(pp::parse(v2_sig + "\x21\x11" + be16(240), 256)) == 240);
   // Neither version's first byte.
   CHECK(is_invalid(pp::parse("\x16\x03\x01", proxy_test_max)));
 }
