@@ -36,8 +36,10 @@ ip_address client_address(const ip_address& peer, const header_fields& headers, 
 inline void name_client(request_head& head, const ip_address& peer, const std::string& peer_text,
                         const ip_ranges& trusted) {
   head.peer = peer_text;
-  head.client = trusted.empty() || !trusted.contains(peer) ? peer_text
-                                                           : to_string(client_address(peer, head.headers, trusted));
+  if (trusted.empty() || !trusted.contains(peer))
+    return void(head.client = peer_text);
+  const auto client = client_address(peer, head.headers, trusted);
+  head.client = client == peer ? peer_text : to_string(client);
 }
 
 } // namespace gather
