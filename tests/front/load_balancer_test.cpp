@@ -9,7 +9,9 @@
 #include <chrono>
 #include <string>
 #include <thread>
+#include <vector>
 
+#include "support/child_process.hpp"
 #include "support/gateway_fixture.hpp"
 #include "support/proxy_bytes.hpp"
 #include "support/raw_client.hpp"
@@ -253,4 +255,39 @@ TEST_CASE("/readyz: 200 while taking traffic, 503 draining from begin_drain on; 
   CHECK(gw.get("/healthz")->status == 200);
   CHECK(admin.Get("/healthz")->status == 200);
   CHECK(gw.get("/who")->status == 200); // still serving: the balancer's time to stop sending
+}
+
+TEST_CASE("behind a balancer over HTTP/2: each stream's forwarded client, h2c and h2 over TLS behind a PROXY header",
+          "[front][balancer][proxy][h2]") {
+  lb_client_echo down;
+  const auto& files = tls_files::get();
+  // curl binds 127.0.0.2 (--interface), speaks HTTP/2 and, with --haproxy-protocol, writes a
+  // PROXY v1 line naming its own address first.
+  const auto ip_over_h2 = [](std::vector<std::string> args) {
+    args.insert(args.begin(), {"-s", "--max-time", "10", "--interface", lb_balancer_ip, "-H",
+                               "X-Forwarded-For: 6.6.6.6, 198.51.100.7", "-w", "\n%{http_version}"});
+    const auto r = run("/usr/bin/curl", args);
+    INFO("curl: " << r.err);
+    REQUIRE(r.code == 0);
+    const auto cut = r.out.rfind('\n');
+    REQUIRE(r.out.substr(cut + 1) == "2");
+    return json::parse(r.out.substr(0, cut))["data"]["who"]["ip"].get<std::string>();
+  };
+  {
+    running_gateway gw{lb_gateway_config(down, {{"trusted_proxies", {"127.0.0.2/32"}}})};
+    const auto url = "http://127.0.0.1:" + std::to_string(gw.port()) + "/who";
+    CHECK(ip_over_h2({"--http2-prior-knowledge", url}) == "198.51.100.7");
+  }
+  {
+    running_gateway gw{lb_gateway_config(down, {{"trusted_proxies", {"127.0.0.2/32"}}, {"listen_proxy_protocol", true}})};
+    const auto url = "http://127.0.0.1:" + std::to_string(gw.port()) + "/who";
+    CHECK(ip_over_h2({"--http2-prior-knowledge", "--haproxy-protocol", url}) == "198.51.100.7");
+  }
+  {
+    running_gateway gw{lb_gateway_config(down, {{"trusted_proxies", {"127.0.0.2/32"}},
+                                                {"listen_proxy_protocol", true},
+                                                {"tls", {{"cert_file", files.cert}, {"key_file", files.key}}}})};
+    const auto url = "https://127.0.0.1:" + std::to_string(gw.port()) + "/who";
+    CHECK(ip_over_h2({"--http2", "--cacert", files.cert, "--haproxy-protocol", url}) == "198.51.100.7");
+  }
 }
