@@ -2,19 +2,11 @@
 
 #include <algorithm>
 
+#include "gather/values/header_text.hpp"
+
 namespace gather {
 
 namespace {
-
-bool is_space(char c) { return c == ' ' || c == '\t'; }
-
-std::string_view trimmed(std::string_view text) {
-  while (!text.empty() && is_space(text.front()))
-    text.remove_prefix(1);
-  while (!text.empty() && is_space(text.back()))
-    text.remove_suffix(1);
-  return text;
-}
 
 /// Splits at `separator` outside double quotes (a backslash escapes inside them).
 std::vector<std::string_view> split_outside_quotes(std::string_view text, char separator) {
@@ -37,9 +29,8 @@ std::vector<std::string_view> split_outside_quotes(std::string_view text, char s
 }
 
 bool ascii_iequals(std::string_view a, std::string_view b) {
-  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-           return (x | 0x20) == (y | 0x20);
-         });
+  return a.size() == b.size() &&
+         std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) { return lower_ascii(x) == lower_ascii(y); });
 }
 
 /// A quoted-string's content with its escapes undone; the text as is when not quoted.
@@ -92,13 +83,13 @@ std::optional<ip_address> element_for(std::string_view element) {
   std::optional<ip_address> found;
   int seen = 0;
   for (const auto pair : split_outside_quotes(element, ';')) {
-    const auto text = trimmed(pair);
+    const auto text = trim_ows(pair);
     const auto equals = text.find('=');
-    if (equals == std::string_view::npos || !ascii_iequals(trimmed(text.substr(0, equals)), "for"))
+    if (equals == std::string_view::npos || !ascii_iequals(trim_ows(text.substr(0, equals)), "for"))
       continue;
     if (++seen > 1)
       return std::nullopt;
-    const auto value = unquoted(trimmed(text.substr(equals + 1)));
+    const auto value = unquoted(trim_ows(text.substr(equals + 1)));
     if (!value)
       return std::nullopt;
     found = node_address(*value);
@@ -136,7 +127,7 @@ std::optional<std::vector<ip_address>> chain_of(const header_fields& headers, st
 } // namespace
 
 std::optional<std::vector<ip_address>> forwarded_for_chain(const header_fields& headers) {
-  return chain_of(headers, "x-forwarded-for", [](std::string_view entry) { return parse_ip(trimmed(entry)); });
+  return chain_of(headers, "x-forwarded-for", [](std::string_view entry) { return parse_ip(trim_ows(entry)); });
 }
 
 std::optional<std::vector<ip_address>> forwarded_chain(const header_fields& headers) {
