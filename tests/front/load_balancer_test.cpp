@@ -116,7 +116,7 @@ TEST_CASE("trusted proxies: rate_limit per ip counts the forwarded client, and a
   CHECK(status_from(lb_stranger_ip, "203.0.113.3") == 429);
 }
 
-TEST_CASE("PROXY protocol: v1 and v2 name the client over HTTP/1.1; LOCAL and UNKNOWN leave the balancer",
+TEST_CASE("PROXY protocol: v1 and v2 name the client over HTTP/1.1, LOCAL and UNKNOWN leave the balancer",
           "[front][balancer][proxy]") {
   lb_client_echo down;
   running_gateway gw{lb_gateway_config(down, {{"listen_proxy_protocol", true},
@@ -236,7 +236,7 @@ TEST_CASE("PROXY protocol: TLS behind the header, its ClientHello left for the h
   CHECK(answer.find(R"("ip":"2001:db8::9")") != std::string::npos);
 }
 
-TEST_CASE("/readyz: 200 while taking traffic, 503 draining from begin_drain on; /healthz stays 200",
+TEST_CASE("/readyz: 200 while taking traffic, 503 draining from begin_drain on, /healthz stays 200",
           "[front][balancer][ops]") {
   lb_client_echo down;
   running_gateway gw{lb_gateway_config(down, {{"admin", {{"listen", "127.0.0.1:0"}}}})};

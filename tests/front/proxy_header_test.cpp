@@ -95,7 +95,7 @@ TEST_CASE("PROXY v1: malformed lines are invalid as soon as their bytes show it"
   CHECK(pp_is_invalid(pp::parse("PROXY UNKNOWN " + std::string(92, 'x') + "\r\n", proxy_test_max)));
 }
 
-TEST_CASE("PROXY v2: PROXY over IPv4 and IPv6 names the source; TLVs are skipped whole", "[unit][front][proxy]") {
+TEST_CASE("PROXY v2: PROXY over IPv4 and IPv6 names the source, TLVs are skipped whole", "[unit][front][proxy]") {
   const auto four = pp_v2_header('\x21', '\x11', pp_v2_inet_body());
   auto r = pp_named(pp::parse(four + "\x16\x03\x01", proxy_test_max));
   CHECK(gather::to_string(r.source) == "192.0.2.1");
@@ -123,7 +123,7 @@ TEST_CASE("PROXY v2: LOCAL, UNSPEC and UNIX leave the TCP peer", "[unit][front][
   CHECK(std::holds_alternative<pp::local>(pp::parse(pp_v2_header('\x21', '\x31', std::string(216, 'u')), proxy_test_max)));
 }
 
-TEST_CASE("PROXY v2: truncated asks for exactly what is missing; broken or oversized is invalid at once",
+TEST_CASE("PROXY v2: truncated asks for exactly what is missing, broken or oversized is invalid at once",
           "[unit][front][proxy]") {
   const auto four = pp_v2_header('\x21', '\x11', pp_v2_inet_body());
   CHECK(pp_more_needed(pp::parse(four.substr(0, 5), proxy_test_max)) == 11);
