@@ -85,7 +85,7 @@ TEST_CASE("shape: the page's own object, fields trimmed and counted", "[shape]")
              {"related", related}, {"degraded", false}, {"warnings", json::array()}});
 }
 
-TEST_CASE("shape: only a string that is exactly one placeholder is replaced; other text stands as written",
+TEST_CASE("shape: only a string that is exactly one placeholder is replaced, other text stands as written",
           "[shape]") {
   test_server down;
   serve_books(down);
