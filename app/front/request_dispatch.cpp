@@ -111,6 +111,7 @@ request_dispatch::serve(const std::shared_ptr<const serving_config>& serving, ad
                             record.trace());
   if (const auto& auth = cfg.routes[route_index].auth)
     set_claims(inbound, auth->jwt, std::move(request.claims));
+  inbound.store_time = std::move(request.shared_store_time());
   sink->record() = std::move(record); // from here on, whoever claims the sink finishes it
   caf::actor coordinator_actor;
   steady_time deadline;

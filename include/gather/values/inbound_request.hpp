@@ -13,6 +13,10 @@
 #include "gather/values/trace_context.hpp"
 
 namespace gather {
+class store_budget; // gather/values/store_budget.hpp
+}
+
+namespace gather {
 
 using steady_time = std::chrono::steady_clock::time_point;
 
@@ -28,6 +32,8 @@ struct inbound_request {
   /// The route's `forward_claims` header names (lower-case): their inbound values were dropped
   /// and `headers` holds the claims' values instead; every downstream call carries them.
   std::vector<std::string> claim_headers;
+  /// Null without a shared store; else every store operation of this request spends from it.
+  std::shared_ptr<store_budget> store_time;
   /// The client's address (`{client.ip}`): the peer's, or the one its trusted proxies forwarded.
   std::string client_ip;
 
