@@ -48,8 +48,8 @@ struct transfer {
 class h1_client {
 public:
   h1_client(asio::io_context& loop, name_lookups& lookups, std::atomic<std::size_t>& inflight,
-              asio::ssl::context& tls)
-    : loop_(loop), lookups_(lookups), tls_(tls), inflight_(inflight) {}
+            asio::ssl::context& tls, std::chrono::milliseconds idle_timeout)
+    : loop_(loop), lookups_(lookups), tls_(tls), inflight_(inflight), idle_timeout_(idle_timeout), sweep_(loop) {}
 
   /// The loop has stopped (or never ran): nothing runs any more.
   ~h1_client() {
@@ -80,11 +80,16 @@ public:
 
   void abandon(std::uint64_t id);
 
-  /// A connection made elsewhere joins the idle pool (an https origin whose ALPN chose HTTP/1.1).
+  /// A connection joins the idle pool: after an answer that keeps it alive, or made elsewhere (an
+  /// https origin whose ALPN chose HTTP/1.1). It is closed after idle_timeout there (0: never).
   void give_back(std::unique_ptr<origin_connection> conn);
+  std::size_t idle_connections() const { return idle_count_; }
 
 private:
   std::unique_ptr<origin_connection> take_idle(const std::string& key);
+  /// The idle pool's one timer: at the oldest idle connection's end, every one that old is closed.
+  void sweep_later(std::chrono::steady_clock::time_point at);
+  void sweep();
   void connect(const std::shared_ptr<transfer>& t);
   /// A plain connection to an address: the request goes out right after the non-blocking connect.
   /// To a peer on this host the kernel completes the handshake inside connect(), and the send
@@ -129,8 +134,12 @@ private:
   asio::ssl::context& tls_;
   std::atomic<std::size_t>& inflight_;
   std::unordered_map<std::uint64_t, std::shared_ptr<transfer>> running_;
+  /// Per pool key, oldest first (a connection is taken from the back: the one most likely alive).
   std::unordered_map<std::string, std::vector<std::unique_ptr<origin_connection>>> idle_;
   std::size_t idle_count_ = 0;
+  std::chrono::milliseconds idle_timeout_;
+  asio::steady_timer sweep_;
+  std::optional<std::chrono::steady_clock::time_point> sweep_at_; ///< when the timer is armed for
 };
 
 } // namespace gather::downstream_loop
