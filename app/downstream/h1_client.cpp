@@ -28,6 +28,8 @@
 
 #include "gather/config/port.hpp"
 
+#include "call_timer.hpp"
+
 namespace gather::downstream_loop {
 
 using namespace std::string_view_literals; // appends of literals without a strlen each
@@ -75,24 +77,14 @@ void h1_client::start(std::uint64_t id, transfer_request request, downstream_cli
   running_.emplace(id, t);
   // At least 1 ms; the one timer bounds connect, send and a trickling body together.
   const auto timeout = std::chrono::microseconds{std::max(request.timeout, std::chrono::milliseconds{1})};
-  if (request.slow && request.slow_after.count() > 0 && request.slow_after < timeout)
-    arm_slow(t, request.slow_after, timeout - request.slow_after, std::move(request.slow));
-  else
-    arm_timeout(t, timeout);
+  arm_call_timer(t, timeout, request.slow_after, std::move(request.slow),
+                 [this, t] { fail(*t, transfer_error::timeout, "the transfer's timeout passed"); });
   if (auto idle = take_idle(t->where.key)) {
     t->conn = std::move(idle);
     t->reused = true;
     return send(t);
   }
   connect(t);
-}
-
-void h1_client::arm_timeout(const std::shared_ptr<transfer>& t, std::chrono::microseconds after) {
-  t->timer.expires_after(after);
-  t->timer.async_wait([this, t](const error_code& ec) {
-    if (!ec && !t->finished)
-      fail(*t, transfer_error::timeout, "the transfer's timeout passed");
-  });
 }
 
 void h1_client::abandon(std::uint64_t id) {

@@ -64,19 +64,6 @@ public:
   asio::io_context& loop() { return loop_; }
 
   void start(std::uint64_t id, transfer_request request, downstream_client::completion done);
-  void arm_timeout(const std::shared_ptr<transfer>& t, std::chrono::microseconds after);
-
-  /// The timer first marks the slow point, then the rest of the timeout.
-  void arm_slow(const std::shared_ptr<transfer>& t, std::chrono::microseconds after,
-                std::chrono::microseconds rest, std::function<void()> slow) {
-    t->timer.expires_after(after);
-    t->timer.async_wait([this, t, rest, slow = std::move(slow)](const error_code& ec) {
-      if (ec || t->finished)
-        return;
-      arm_timeout(t, rest);
-      slow();
-    });
-  }
 
   void abandon(std::uint64_t id);
 

@@ -10,6 +10,10 @@
 
 #include <boost/asio/post.hpp>
 
+#include "gather/downstream/header_names.hpp"
+
+#include "call_timer.hpp"
+
 namespace gather::downstream_loop {
 
 h2_client::~h2_client() {
@@ -36,8 +40,7 @@ void h2_client::start(std::uint64_t id, stream_request request, std::shared_ptr<
     return fail_now(call, stream_ending::protocol, "not an http or https URL");
   for (const auto& [name, value] : call->request.headers) {
     const bool upper = std::any_of(name.begin(), name.end(), [](char c) { return std::isupper(static_cast<unsigned char>(c)); });
-    if (name.empty() || name[0] == ':' || upper || name == "connection" || name == "keep-alive" ||
-        name == "proxy-connection" || name == "transfer-encoding" || name == "upgrade" || name == "host")
+    if (name.empty() || name[0] == ':' || upper || is_connection_specific(name))
       return fail_now(call, stream_ending::protocol, "header name not allowed in HTTP/2: " + name);
   }
   call->where = std::move(*where);
@@ -55,9 +58,7 @@ void h2_client::fail_now(const std::shared_ptr<h2_call>& call, stream_ending how
 void h2_client::arm(const std::shared_ptr<h2_call>& call) {
   const auto timeout = std::chrono::microseconds{std::max(call->request.timeout, std::chrono::milliseconds{1})};
   call->deadline = std::chrono::steady_clock::now() + timeout;
-  auto on_timeout = [this, call](const error_code& ec) {
-    if (ec || call->finished)
-      return;
+  auto on_timeout = [this, call] {
     // A server that never sent its SETTINGS is not speaking HTTP/2: the next call gets a new link.
     auto* link = call->link;
     const bool silent = link && !link->heard_from_server();
@@ -65,21 +66,7 @@ void h2_client::arm(const std::shared_ptr<h2_call>& call) {
     if (silent && !link->closed())
       link->shut("no SETTINGS from " + call->where.key + " within a call's timeout");
   };
-  const auto slow_after = call->request.slow_after;
-  if (call->request.slow && slow_after.count() > 0 && slow_after < timeout) {
-    call->timer.expires_after(slow_after);
-    call->timer.async_wait([call, rest = timeout - slow_after, on_timeout](const error_code& ec) {
-      if (ec || call->finished)
-        return;
-      call->timer.expires_after(rest);
-      call->timer.async_wait(on_timeout);
-      auto slow = std::move(call->request.slow);
-      slow();
-    });
-    return;
-  }
-  call->timer.expires_after(timeout);
-  call->timer.async_wait(on_timeout);
+  arm_call_timer(call, timeout, call->request.slow_after, std::move(call->request.slow), std::move(on_timeout));
 }
 
 void h2_client::place(const std::shared_ptr<h2_call>& call, const h2_link* exclude) {
@@ -186,8 +173,7 @@ header_list header_fields(const std::string& header_lines) {
     std::string name(line.substr(0, colon));
     for (auto& c : name)
       c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    if (name == "connection" || name == "keep-alive" || name == "proxy-connection" ||
-        name == "transfer-encoding" || name == "upgrade" || name == "host")
+    if (is_connection_specific(name))
       continue;
     auto value = line.substr(colon + 1);
     while (!value.empty() && (value.front() == ' ' || value.front() == '\t'))
