@@ -57,7 +57,6 @@ void h2_client::fail_now(const std::shared_ptr<h2_call>& call, stream_ending how
 
 void h2_client::arm(const std::shared_ptr<h2_call>& call) {
   const auto timeout = std::chrono::microseconds{std::max(call->request.timeout, std::chrono::milliseconds{1})};
-  call->deadline = std::chrono::steady_clock::now() + timeout;
   auto on_timeout = [this, call] {
     // A server that never sent its SETTINGS is not speaking HTTP/2: the next call gets a new link.
     auto* link = call->link;

@@ -121,13 +121,6 @@ void h2_link::flush() {
     return;
   }
   pump_.flush_wanted = false;
-  if (machine_.ping_wanted()) { // after the RST_STREAMs queued: its answer says they were read
-    const std::uint64_t sequence = machine_.ping_sent();
-    std::uint8_t opaque[8];
-    for (int i = 0; i < 8; ++i)
-      opaque[i] = static_cast<std::uint8_t>(sequence >> (56 - 8 * i));
-    nghttp2_submit_ping(session_, NGHTTP2_FLAG_NONE, opaque);
-  }
   out_.clear();
   ++pump_.inside_session;
   while (out_.size() < write_bytes) {

@@ -43,8 +43,6 @@ struct h2_call {
   origin_and_target where;
   std::shared_ptr<stream_events> events;
   asio::steady_timer timer;
-  /// When the call's timeout passes: a stream the gateway resets keeps its slot until then.
-  std::chrono::steady_clock::time_point deadline;
   h2_link* link = nullptr;  ///< while a stream of a link carries it
   std::int32_t stream_id = 0;
   std::size_t body_sent = 0;

@@ -110,15 +110,6 @@ struct h2_link_callbacks {
             link.send_waiting();
         }
         break;
-      case NGHTTP2_PING:
-        if ((frame->hd.flags & NGHTTP2_FLAG_ACK) != 0) {
-          std::uint64_t sequence = 0;
-          for (int i = 0; i < 8; ++i)
-            sequence = (sequence << 8) | frame->ping.opaque_data[i];
-          link.machine_.ping_acked(sequence, now);
-          link.maybe_idle();
-        }
-        break;
       case NGHTTP2_GOAWAY:
         link.goaway_code_ = frame->goaway.error_code;
         link.machine_.goaway(frame->goaway.last_stream_id, now);
@@ -298,7 +289,7 @@ void h2_link::release(h2_call& call) {
     streams_.erase(call.stream_id);
     if (!closed()) {
       nghttp2_submit_rst_stream(session_, NGHTTP2_FLAG_NONE, call.stream_id, NGHTTP2_CANCEL);
-      machine_.reset(call.stream_id, call.deadline); // its slot is held (link_machine.hpp)
+      machine_.reset(call.stream_id, link_machine::clock::now()); // its slot is held (link_machine.hpp)
     }
   }
   call.link = nullptr;

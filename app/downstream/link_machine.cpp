@@ -66,31 +66,14 @@ void link_machine::ended(std::int32_t stream_id, time_point now) {
   settle(now);
 }
 
-void link_machine::reset(std::int32_t stream_id, time_point deadline) {
+void link_machine::reset(std::int32_t stream_id, time_point now) {
   if (open_.erase(stream_id) == 0)
     return;
   if (state_ == link_state::draining || state_ == link_state::closed)
     return; // no stream will be opened on it again: nothing to hold the slot for
-  held_.push_back({pings_sent_ + 1, deadline});
-  ping_wanted_ = true;
-}
-
-std::uint64_t link_machine::ping_sent() {
-  ping_wanted_ = false;
-  return ++pings_sent_;
-}
-
-void link_machine::ping_acked(std::uint64_t sequence, time_point now) {
-  if (sequence <= pings_sent_)
-    pings_acked_ = std::max(pings_acked_, sequence);
-  release_held(now);
-  settle(now);
-}
-
-void link_machine::release_held(time_point now) {
-  held_.erase(std::remove_if(held_.begin(), held_.end(),
-                             [&](const held_slot& h) { return h.after_ping <= pings_acked_ && h.deadline <= now; }),
-              held_.end());
+  ++held_;
+  if (held_ * 2 >= limit_)
+    drain(now); // the connection's close frees them on the server
 }
 
 void link_machine::goaway(std::int32_t, time_point now) {
@@ -98,29 +81,29 @@ void link_machine::goaway(std::int32_t, time_point now) {
   // at or below are counted until the server finishes them or the quiet bound passes.
   last_frame_ = now;
   drain(now);
+  goaway_ = state_ == link_state::draining;
 }
 
 void link_machine::drain(time_point now) {
   if (state_ == link_state::closed || state_ == link_state::draining)
     return;
   last_frame_ = std::max(last_frame_, now); // the quiet bound counts from the drain
-  held_.clear();
+  held_ = 0;
   to(link_state::draining);
 }
 
 void link_machine::lost() {
-  held_.clear();
+  held_ = 0;
   to(link_state::closed);
 }
 
 link_due link_machine::due(time_point now) {
-  release_held(now);
   settle(now);
   switch (state_) {
     case link_state::draining:
       if (open_.empty() && waiting_ == 0)
         return link_due::drained;
-      return now - last_frame_ >= bounds_.drain_quiet ? link_due::quiet : link_due::nothing;
+      return goaway_ && now - last_frame_ >= bounds_.drain_quiet ? link_due::quiet : link_due::nothing;
     case link_state::ready:
       if (in_use() == 0 && bounds_.idle_timeout.count() > 0 && idle_since_ && now - *idle_since_ >= bounds_.idle_timeout)
         return link_due::idle;
@@ -140,14 +123,14 @@ std::optional<link_machine::time_point> link_machine::next_check() const {
     case link_state::closed:
       return std::nullopt;
     case link_state::draining:
-      earliest(open_.empty() && waiting_ == 0 ? last_frame_ : last_frame_ + bounds_.drain_quiet);
-      return next;
+      if (open_.empty() && waiting_ == 0)
+        earliest(last_frame_);
+      else if (goaway_)
+        earliest(last_frame_ + bounds_.drain_quiet);
+      return next; // a retired link's streams end by themselves (their call's timeout at worst)
     default:
       break;
   }
-  for (const auto& h : held_)
-    if (h.after_ping <= pings_acked_)
-      earliest(h.deadline); // the others wait for their PING's answer, an event
   if (state_ == link_state::ready && idle_since_ && bounds_.idle_timeout.count() > 0)
     earliest(*idle_since_ + bounds_.idle_timeout);
   return next;

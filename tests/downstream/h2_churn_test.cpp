@@ -3,7 +3,8 @@
 // that runs 20 ms whatever the client does: nginx counts a reset stream until it ends) and
 // against h2_server.py holding reset streams 200 ms: no call may end by its timeout, none may
 // fail, and the server refuses no stream. Also a link going quiet after GOAWAY: its calls end as a
-// connection failure after downstream_drain_quiet_ms, not at their timeout.
+// connection failure after downstream_drain_quiet_ms, not at their timeout; and the pools' idle
+// bound, downstream_idle_timeout_ms, over HTTP/1.1 and HTTP/2.
 #include <catch2/catch.hpp>
 
 #include <atomic>
@@ -32,6 +33,7 @@
 #include "support/child_process.hpp"
 #include "support/h2_downstream_server.hpp"
 #include "support/ports.hpp"
+#include "support/test_server.hpp"
 
 using namespace std::chrono_literals;
 using namespace gather;
@@ -253,6 +255,58 @@ TEST_CASE("a link that goes quiet after GOAWAY: its calls end as a connection fa
     auto later = second.get_future();
     REQUIRE(later.wait_for(5s) == std::future_status::ready);
     CHECK(later.get().http_status == 200);
+  }
+  loops.stop();
+}
+
+namespace {
+
+/// One transfer, waited for.
+transfer_result pool_fetch(downstream_client& client, const std::string& url, bool http2) {
+  transfer_request request{url, {}, 3s};
+  request.http2 = http2;
+  std::promise<transfer_result> answer;
+  client.submit(std::move(request), [&answer](transfer_result&& r) { answer.set_value(std::move(r)); });
+  auto future = answer.get_future();
+  REQUIRE(future.wait_for(5s) == std::future_status::ready);
+  return future.get();
+}
+
+} // namespace
+
+TEST_CASE("downstream_idle_timeout_ms: an idle pooled HTTP/1.1 connection is closed, the next call connects anew",
+          "[downstream][h2-churn]") {
+  test::silent_server server(0, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}");
+  io_loops loops(1);
+  loops.start();
+  {
+    downstream_client client(loops, link_bounds{300ms, 1000ms});
+    const auto started = std::chrono::steady_clock::now();
+    REQUIRE(pool_fetch(client, server.base_url() + "/a", false).http_status == 200);
+    REQUIRE(pool_fetch(client, server.base_url() + "/b", false).http_status == 200);
+    CHECK(server.accepted() == 1); // kept alive and reused within the bound
+    for (int i = 0; i < 300 && server.closed_by_peer() == 0; ++i)
+      std::this_thread::sleep_for(10ms);
+    CHECK(server.closed_by_peer() == 1);
+    CHECK(std::chrono::steady_clock::now() - started >= 300ms);
+    REQUIRE(pool_fetch(client, server.base_url() + "/c", false).http_status == 200);
+    CHECK(server.accepted() == 2);
+  }
+  loops.stop();
+}
+
+TEST_CASE("downstream_idle_timeout_ms: an HTTP/2 link with no call is closed with GOAWAY", "[h2-downstream][h2-churn]") {
+  test::h2_downstream_server server;
+  io_loops loops(1);
+  loops.start();
+  {
+    downstream_client client(loops, link_bounds{300ms, 1000ms});
+    const auto started = std::chrono::steady_clock::now();
+    REQUIRE(pool_fetch(client, server.url("/item"), true).http_status == 200);
+    server.line_with("CLOSED 1");
+    CHECK(std::chrono::steady_clock::now() - started >= 300ms);
+    REQUIRE(pool_fetch(client, server.url("/item"), true).http_status == 200);
+    server.line_with("CONN 2");
   }
   loops.stop();
 }

@@ -1,6 +1,6 @@
 // The pooled link's state machine (link_machine.hpp) without a socket: every transition, a reset
-// stream's slot, GOAWAY with streams above and below its last id, a link going quiet, the idle
-// bound. Time is a value the test moves.
+// stream's slot and the link it retires, GOAWAY with streams above and below its last id, a link
+// going quiet, the idle bound. Time is a value the test moves.
 #include <catch2/catch.hpp>
 
 #include <utility>
@@ -84,46 +84,51 @@ TEST_CASE("link machine: busy at the server's limit, ready again when the server
   REQUIRE(link.machine.state() == link_state::busy);
 }
 
-TEST_CASE("link machine: a stream the gateway reset keeps its slot until its PING came back and its deadline passed",
-          "[unit][downstream]") {
+TEST_CASE("link machine: a stream the gateway reset keeps its slot while the connection lives", "[unit][downstream]") {
   watched_link link;
-  link.heard(1);
-  link.machine.opened(1);
-  link.machine.reset(1, link.at(500ms)); // the call's deadline
-  REQUIRE(link.machine.open_streams() == 0);
+  link.heard(4);
+  for (std::int32_t id : {1, 3, 5})
+    link.machine.opened(id);
+  link.machine.reset(1, link.at(1ms));
+  REQUIRE(link.machine.open_streams() == 2);
   REQUIRE(link.machine.held_slots() == 1);
+  REQUIRE(link.machine.in_use() == 3);
+  REQUIRE(link.machine.state() == link_state::ready);
+  link.machine.opened(7);
+  REQUIRE(link.machine.state() == link_state::busy); // 3 open + 1 held: the server's 4
+  // Time frees nothing: nothing says when the server let a reset stream go.
+  REQUIRE(link.machine.due(link.at(1h)) == link_due::nothing);
   REQUIRE(link.machine.state() == link_state::busy);
-  REQUIRE(link.machine.ping_wanted());
-  const auto ping = link.machine.ping_sent();
-  REQUIRE_FALSE(link.machine.ping_wanted());
+  link.machine.ended(3, link.at(1h));
+  REQUIRE(link.machine.state() == link_state::ready);
+  REQUIRE(link.machine.held_slots() == 1);
+}
 
-  SECTION("the deadline passes first: still held until the PING's answer") {
-    REQUIRE(link.machine.due(link.at(600ms)) == link_due::nothing);
-    REQUIRE(link.machine.state() == link_state::busy);
-    REQUIRE_FALSE(link.machine.next_check()); // only the PING's answer can free it
-    link.machine.ping_acked(ping, link.at(601ms));
-    REQUIRE(link.machine.held_slots() == 0);
-    REQUIRE(link.machine.state() == link_state::ready);
-  }
-  SECTION("the PING comes back first: held until the deadline") {
-    link.machine.ping_acked(ping, link.at(1ms));
-    REQUIRE(link.machine.state() == link_state::busy);
-    REQUIRE(link.machine.next_check() == link.at(500ms));
-    REQUIRE(link.machine.due(link.at(499ms)) == link_due::nothing);
-    REQUIRE(link.machine.state() == link_state::busy);
-    REQUIRE(link.machine.due(link.at(500ms)) == link_due::nothing);
-    REQUIRE(link.machine.state() == link_state::ready);
-  }
-  SECTION("an answer to an older PING frees nothing reset after it") {
-    link.machine.ping_acked(ping, link.at(1ms));
-    link.machine.due(link.at(500ms));
-    link.machine.opened(3);
-    link.machine.reset(3, link.at(10ms));
-    link.machine.ping_acked(ping, link.at(20ms)); // a repeat of the old answer
-    REQUIRE(link.machine.held_slots() == 1);
-    link.machine.ping_acked(link.machine.ping_sent(), link.at(21ms));
-    REQUIRE(link.machine.held_slots() == 0);
-  }
+TEST_CASE("link machine: a link holding half its limit in reset slots is retired, with no quiet bound",
+          "[unit][downstream]") {
+  watched_link link({60000ms, 200ms});
+  link.heard(4);
+  for (std::int32_t id : {1, 3, 5})
+    link.machine.opened(id);
+  link.machine.reset(1, link.at(1ms));
+  REQUIRE(link.machine.state() == link_state::ready);
+  link.machine.reset(3, link.at(2ms)); // 2 of 4 held
+  REQUIRE(link.machine.state() == link_state::draining);
+  REQUIRE_FALSE(link.machine.takes_stream());
+  REQUIRE(link.machine.held_slots() == 0); // nothing to hold on a link that opens no stream again
+  // Stream 5 takes its time: a retired link's streams are not cut by the quiet bound.
+  REQUIRE_FALSE(link.machine.next_check());
+  REQUIRE(link.machine.due(link.at(10s)) == link_due::nothing);
+  link.machine.ended(5, link.at(10s));
+  REQUIRE(link.machine.due(link.at(10s)) == link_due::drained);
+  // The server's GOAWAY on it later brings the quiet bound back.
+  watched_link other({60000ms, 200ms});
+  other.heard(4);
+  other.machine.opened(1);
+  other.machine.drain(other.t0);
+  other.machine.goaway(1, other.at(5ms));
+  REQUIRE(other.machine.next_check() == other.at(205ms));
+  REQUIRE(other.machine.due(other.at(205ms)) == link_due::quiet);
 }
 
 TEST_CASE("link machine: a server that ends a stream frees its slot at once", "[unit][downstream]") {
@@ -132,7 +137,6 @@ TEST_CASE("link machine: a server that ends a stream frees its slot at once", "[
   link.machine.opened(1);
   link.machine.ended(1, link.at(1ms)); // END_STREAM, RST_STREAM from it, or a refusal
   REQUIRE(link.machine.held_slots() == 0);
-  REQUIRE_FALSE(link.machine.ping_wanted());
   REQUIRE(link.machine.state() == link_state::ready);
 }
 
@@ -181,7 +185,8 @@ TEST_CASE("link machine: the gateway's own drain and the transport's loss", "[un
     watched_link link;
     link.heard(10);
     link.machine.opened(1);
-    link.machine.reset(1, link.at(1s));
+    link.machine.reset(1, link.at(1ms));
+    REQUIRE(link.machine.held_slots() == 1);
     link.machine.drain(link.at(1ms));
     REQUIRE(link.machine.state() == link_state::draining);
     REQUIRE(link.machine.held_slots() == 0);
@@ -222,11 +227,9 @@ TEST_CASE("link machine: a ready link with no slot counted for idle_timeout is d
     watched_link link({1000ms, 1000ms});
     link.heard(10);
     link.machine.opened(1);
-    link.machine.reset(1, link.at(5000ms));
-    link.machine.ping_acked(link.machine.ping_sent(), link.at(1ms));
-    REQUIRE(link.machine.due(link.at(4000ms)) == link_due::nothing);
-    REQUIRE(link.machine.due(link.at(5000ms)) == link_due::nothing); // freed now: idle from here
-    REQUIRE(link.machine.due(link.at(6000ms)) == link_due::idle);
+    link.machine.reset(1, link.at(1ms));
+    REQUIRE_FALSE(link.machine.next_check());
+    REQUIRE(link.machine.due(link.at(5000ms)) == link_due::nothing);
   }
   SECTION("0: never") {
     watched_link link({0ms, 1000ms});

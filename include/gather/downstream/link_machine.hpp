@@ -5,17 +5,17 @@
 // Time is passed in, so every transition is a unit test without a socket.
 //
 // Capacity is the server's, as far as the gateway can know it. A stream counts from the moment it
-// is queued until the server can have freed it: one the server ended (END_STREAM, RST_STREAM, a
-// refusal) frees its slot at once; one the gateway reset (a cancel, a timeout, a consumer that
-// stopped) keeps it until the server has read the RST_STREAM (a PING sent after it came back)
-// and the call's deadline has passed, because a server may go on with a reset stream's handler
-// until then (nginx counts a stream until its handler ends, and refuses the next one beyond
-// http2_max_concurrent_streams: docs/performance.md, "The churn fix").
+// is queued until the server ended it (END_STREAM, RST_STREAM, a refusal): then its slot is free.
+// A stream the gateway reset (a cancel, a timeout, a consumer that stopped) keeps its slot for as
+// long as the connection lives, because nothing says when the server let it go: nginx 1.22 still
+// counted 128 reset streams 12 s later, PING answered or not, and refused every new stream beyond
+// http2_max_concurrent_streams (docs/performance.md, "The churn fix"). A link that holds half its
+// limit in such slots is retired (draining): its open streams finish, then it closes, and the
+// server forgets the reset streams with the connection; new calls go to a fresh link.
 #pragma once
 
 #include <chrono>
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <optional>
 #include <set>
@@ -37,8 +37,8 @@ const char* to_string(link_state state);
 struct link_bounds {
   /// A link with no stream for this long is closed; 0: never.
   std::chrono::milliseconds idle_timeout{60000};
-  /// A draining link whose open streams got no frame for this long is closed (its calls end as a
-  /// connection failure).
+  /// A link draining after the server's GOAWAY whose open streams got no frame for this long is
+  /// closed (its calls end as a connection failure).
   std::chrono::milliseconds drain_quiet{1000};
 };
 
@@ -47,7 +47,7 @@ enum class link_due {
   nothing,
   idle,    ///< ready, no stream for idle_timeout: close it (GOAWAY, then the socket)
   drained, ///< draining and no stream left: close it
-  quiet,   ///< draining and its open streams got no frame for drain_quiet: close it at once
+  quiet,   ///< draining after GOAWAY, its open streams without a frame for drain_quiet: close it now
 };
 
 class link_machine {
@@ -65,9 +65,9 @@ public:
 
   link_state state() const { return state_; }
   /// Slots counted: open streams, calls waiting for the server's SETTINGS, reset streams held.
-  std::size_t in_use() const { return open_.size() + waiting_ + held_.size(); }
+  std::size_t in_use() const { return open_.size() + waiting_ + held_; }
   std::size_t open_streams() const { return open_.size(); }
-  std::size_t held_slots() const { return held_.size(); }
+  std::size_t held_slots() const { return held_; }
   std::uint32_t limit() const { return limit_; }
   /// A new call may go on this link now (connecting with room for it to wait, or ready).
   bool takes_stream() const {
@@ -85,37 +85,29 @@ public:
   /// The server ended the stream (END_STREAM both ways, RST_STREAM, a refusal, above a GOAWAY's
   /// last stream id): its slot is free.
   void ended(std::int32_t stream_id, time_point now);
-  /// The gateway reset the stream: its slot is held until a PING sent after now is acknowledged
-  /// and `deadline` (the call's) has passed. The link sends a PING when ping_wanted().
-  void reset(std::int32_t stream_id, time_point deadline);
-  bool ping_wanted() const { return ping_wanted_; }
-  /// The PING the link sends now (its opaque data).
-  std::uint64_t ping_sent();
-  void ping_acked(std::uint64_t sequence, time_point now);
+  /// The gateway reset the stream: its slot stays held while the connection lives; at half the
+  /// limit held, the link is retired (draining).
+  void reset(std::int32_t stream_id, time_point now);
   /// Any frame from the server (the quiet bound of a draining link restarts).
   void frame(time_point now) { last_frame_ = now; }
   /// GOAWAY from the server: streams above `last_stream_id` are the session's to end (refused);
   /// the ones at or below it are the server's to finish.
   void goaway(std::int32_t last_stream_id, time_point now);
-  /// The gateway retires the link (GOAWAY sent, too old, or its transport never answered).
+  /// The gateway retires the link (GOAWAY sent, too many held slots, too old, or its transport
+  /// never answered): its open streams finish, with no quiet bound.
   void drain(time_point now);
   /// The transport is gone.
   void lost();
 
-  /// Frees the held slots whose time has come, then says what is due at `now`.
+  /// What is due at `now`.
   link_due due(time_point now);
   /// When due() should be asked next (nothing: only an event can make something due).
   std::optional<time_point> next_check() const;
 
 private:
-  struct held_slot {
-    std::uint64_t after_ping; ///< freed once a PING with this sequence or later came back
-    time_point deadline;      ///< and once this has passed
-  };
   /// The one transition function: the state the facts call for, told to the observer.
   void settle(time_point now);
   void to(link_state next);
-  void release_held(time_point now);
   /// Since when no slot is counted (nothing while one is).
   void note_idle(time_point now) {
     if (in_use() > 0)
@@ -129,10 +121,8 @@ private:
   std::uint32_t limit_ = assumed_streams;
   std::set<std::int32_t> open_;
   std::size_t waiting_ = 0;
-  std::deque<held_slot> held_;  ///< in the order they were reset
-  bool ping_wanted_ = false;
-  std::uint64_t pings_sent_ = 0;
-  std::uint64_t pings_acked_ = 0;
+  std::size_t held_ = 0;        ///< reset by the gateway, never known to be freed
+  bool goaway_ = false;         ///< draining because the server said GOAWAY: the quiet bound applies
   time_point last_frame_;
   std::optional<time_point> idle_since_;
   observer on_change_;
