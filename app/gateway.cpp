@@ -141,7 +141,7 @@ struct gateway::impl {
   std::string listening;          ///< the address bound, for the restart-only log lines
   inflight_registry inflight;
   io_loops loops{cfg.io_threads};
-  downstream_client client{loops};
+  downstream_client client{loops, link_bounds{cfg.downstream_idle_timeout, cfg.downstream_drain_quiet}};
   std::unique_ptr<span_exporter> spans; ///< exports nothing without tracing; outlives the actors that record
   loops_stopper stopper;
   caf::actor_system_config actor_cfg;

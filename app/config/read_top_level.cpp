@@ -90,7 +90,8 @@ config read_config(const json& document, problem_list& problems) {
        "max_request_line_bytes", "max_header_bytes", "max_headers", "request_timeout_ms",
        "keep_alive_idle_ms", "http2", "tls", "tracing", "admin", "$schema", "retry_budget",
        "deadline_header", "cors", "compression", "protos", "shared",
-       "trusted_proxies", "listen_proxy_protocol", "drain_delay_ms"});
+       "trusted_proxies", "listen_proxy_protocol", "drain_delay_ms", "downstream_idle_timeout_ms",
+       "downstream_drain_quiet_ms"});
   read_listen(top, out.listen);
   top.read_integer("io_threads", 1, 64, out.io_threads);
   read_inbound_limits(top, out.inbound);
@@ -101,6 +102,8 @@ config read_config(const json& document, problem_list& problems) {
   top.read_integer("max_response_bytes", 1, max_size_bytes, out.max_response_bytes);
   top.read_integer("cache_max_entries", 1, 100000000, out.cache_max_entries);
   top.read_integer("cache_max_bytes", 1024, 68719476736, out.cache_max_bytes);
+  top.read_millis("downstream_idle_timeout_ms", 0, 3600000, out.downstream_idle_timeout);
+  top.read_millis("downstream_drain_quiet_ms", 1, 600000, out.downstream_drain_quiet);
   out.routes = read_routes(top);
   out.cluster = read_cluster(top);
   out.admin = read_admin(top, out.listen);

@@ -54,6 +54,11 @@ std::vector<restart_only_change> restart_only_changes(const config& running, con
   compare(changes, "admin", json_of(running.admin), json_of(next.admin));
   // The span exporter is made once, at start (its queue and timer live on a loop).
   compare(changes, "tracing", json_of(running.tracing), json_of(next.tracing));
+  // The downstream client's pools are made once, at start, with these bounds.
+  compare(changes, "downstream_idle_timeout_ms", running.downstream_idle_timeout.count(),
+          next.downstream_idle_timeout.count());
+  compare(changes, "downstream_drain_quiet_ms", running.downstream_drain_quiet.count(),
+          next.downstream_drain_quiet.count());
   return changes;
 }
 
@@ -64,6 +69,8 @@ void keep_restart_only(const config& running, config& next) {
   next.cluster = running.cluster;
   next.admin = running.admin;
   next.tracing = running.tracing;
+  next.downstream_idle_timeout = running.downstream_idle_timeout;
+  next.downstream_drain_quiet = running.downstream_drain_quiet;
 }
 
 } // namespace gather

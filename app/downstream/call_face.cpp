@@ -3,19 +3,13 @@
 #include <algorithm>
 
 #include "gather/downstream/grpc_call.hpp"
+#include "gather/downstream/header_names.hpp"
 #include "gather/downstream/grpc_json.hpp"
 #include "gather/downstream/proto_catalog.hpp"
 
 namespace gather {
 
 namespace {
-
-bool hop_by_hop(const std::string& name) {
-  static constexpr const char* names[] = {"connection", "keep-alive", "proxy-authenticate",
-                                          "proxy-authorization", "proxy-connection", "te",
-                                          "trailer", "transfer-encoding", "upgrade", "host"};
-  return std::any_of(std::begin(names), std::end(names), [&](const char* n) { return name == n; });
-}
 
 /// A gRPC call's result as a section's verdict: OK with its data (grpc_data_of), or on a cluster
 /// node, which has no descriptors, with its messages as they came; the code decides the rest.
@@ -90,7 +84,7 @@ std::vector<std::pair<std::string, std::string>> metadata_of(const std::string& 
     std::string name = line.substr(0, colon);
     std::transform(name.begin(), name.end(), name.begin(),
                    [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-    if (name.rfind("grpc-", 0) == 0 || hop_by_hop(name) || name == skip || name == "accept")
+    if (name.rfind("grpc-", 0) == 0 || is_hop_by_hop(name) || name == skip || name == "accept")
       continue;
     const auto value_at = line.find_first_not_of(' ', colon + 1);
     auto value = value_at == std::string::npos ? std::string{} : line.substr(value_at);

@@ -30,11 +30,11 @@ struct downstream_client::impl {
   name_lookups lookups; ///< before the clients: its threads are joined after they are gone
   std::vector<std::unique_ptr<loop_client>> clients; ///< one per loop
 
-  impl(std::unique_ptr<io_loops> own, io_loops& l) : own_loops(std::move(own)), loops(l) {
+  impl(std::unique_ptr<io_loops> own, io_loops& l, const link_bounds& bounds) : own_loops(std::move(own)), loops(l) {
     tls = make_client_tls();
     tls_h2 = make_client_tls(true);
     for (std::size_t i = 0; i < loops.size(); ++i)
-      clients.push_back(std::make_unique<loop_client>(loops.loop(i), lookups, inflight, *tls, *tls_h2));
+      clients.push_back(std::make_unique<loop_client>(loops.loop(i), lookups, inflight, *tls, *tls_h2, bounds));
     if (own_loops)
       own_loops->start();
   }
@@ -80,10 +80,11 @@ std::unique_ptr<io_loops> one_loop() { return std::make_unique<io_loops>(1); }
 downstream_client::downstream_client() {
   auto own = one_loop();
   auto& loops = *own;
-  impl_ = std::make_unique<impl>(std::move(own), loops);
+  impl_ = std::make_unique<impl>(std::move(own), loops, link_bounds{});
 }
 
-downstream_client::downstream_client(io_loops& loops) : impl_(std::make_unique<impl>(nullptr, loops)) {}
+downstream_client::downstream_client(io_loops& loops, link_bounds bounds)
+  : impl_(std::make_unique<impl>(nullptr, loops, bounds)) {}
 
 downstream_client::~downstream_client() = default;
 
@@ -120,8 +121,6 @@ std::optional<std::string> url_origin(const std::string& url) {
   auto where = split_url(url);
   if (!where)
     return std::nullopt;
-  for (auto& c : where->key) // host names compare in any case
-    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return where->key;
 }
 

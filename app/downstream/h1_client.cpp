@@ -28,6 +28,8 @@
 
 #include "gather/config/port.hpp"
 
+#include "call_timer.hpp"
+
 namespace gather::downstream_loop {
 
 using namespace std::string_view_literals; // appends of literals without a strlen each
@@ -75,24 +77,14 @@ void h1_client::start(std::uint64_t id, transfer_request request, downstream_cli
   running_.emplace(id, t);
   // At least 1 ms; the one timer bounds connect, send and a trickling body together.
   const auto timeout = std::chrono::microseconds{std::max(request.timeout, std::chrono::milliseconds{1})};
-  if (request.slow && request.slow_after.count() > 0 && request.slow_after < timeout)
-    arm_slow(t, request.slow_after, timeout - request.slow_after, std::move(request.slow));
-  else
-    arm_timeout(t, timeout);
+  arm_call_timer(t, timeout, request.slow_after, std::move(request.slow),
+                 [this, t] { fail(*t, transfer_error::timeout, "the transfer's timeout passed"); });
   if (auto idle = take_idle(t->where.key)) {
     t->conn = std::move(idle);
     t->reused = true;
     return send(t);
   }
   connect(t);
-}
-
-void h1_client::arm_timeout(const std::shared_ptr<transfer>& t, std::chrono::microseconds after) {
-  t->timer.expires_after(after);
-  t->timer.async_wait([this, t](const error_code& ec) {
-    if (!ec && !t->finished)
-      fail(*t, transfer_error::timeout, "the transfer's timeout passed");
-  });
 }
 
 void h1_client::abandon(std::uint64_t id) {
@@ -122,8 +114,46 @@ void h1_client::give_back(std::unique_ptr<origin_connection> conn) {
   if (idle_count_ >= max_idle_connections)
     return conn->close();
   ++idle_count_;
+  conn->idle_since = std::chrono::steady_clock::now();
+  const auto ends = conn->idle_since + idle_timeout_;
   auto& pool = idle_[conn->key];
   pool.push_back(std::move(conn));
+  sweep_later(ends);
+}
+
+void h1_client::sweep_later(std::chrono::steady_clock::time_point at) {
+  if (idle_timeout_.count() == 0 || (sweep_at_ && *sweep_at_ <= at))
+    return; // never, or a sweep comes first (it arms the next one)
+  sweep_at_ = at;
+  sweep_.expires_at(at);
+  sweep_.async_wait([this](const error_code& ec) {
+    if (!ec)
+      sweep();
+  });
+}
+
+void h1_client::sweep() {
+  sweep_at_.reset();
+  const auto now = std::chrono::steady_clock::now();
+  std::optional<std::chrono::steady_clock::time_point> next;
+  for (auto it = idle_.begin(); it != idle_.end();) {
+    auto& pool = it->second;
+    std::size_t old = 0;
+    while (old < pool.size() && now - pool[old]->idle_since >= idle_timeout_)
+      pool[old++]->close();
+    pool.erase(pool.begin(), pool.begin() + static_cast<std::ptrdiff_t>(old));
+    idle_count_ -= old;
+    if (pool.empty()) {
+      it = idle_.erase(it);
+      continue;
+    }
+    const auto ends = pool.front()->idle_since + idle_timeout_;
+    if (!next || ends < *next)
+      next = ends;
+    ++it;
+  }
+  if (next)
+    sweep_later(*next);
 }
 
 void h1_client::connect(const std::shared_ptr<transfer>& t) {

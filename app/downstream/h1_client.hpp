@@ -48,8 +48,8 @@ struct transfer {
 class h1_client {
 public:
   h1_client(asio::io_context& loop, name_lookups& lookups, std::atomic<std::size_t>& inflight,
-              asio::ssl::context& tls)
-    : loop_(loop), lookups_(lookups), tls_(tls), inflight_(inflight) {}
+            asio::ssl::context& tls, std::chrono::milliseconds idle_timeout)
+    : loop_(loop), lookups_(lookups), tls_(tls), inflight_(inflight), idle_timeout_(idle_timeout), sweep_(loop) {}
 
   /// The loop has stopped (or never ran): nothing runs any more.
   ~h1_client() {
@@ -64,27 +64,19 @@ public:
   asio::io_context& loop() { return loop_; }
 
   void start(std::uint64_t id, transfer_request request, downstream_client::completion done);
-  void arm_timeout(const std::shared_ptr<transfer>& t, std::chrono::microseconds after);
-
-  /// The timer first marks the slow point, then the rest of the timeout.
-  void arm_slow(const std::shared_ptr<transfer>& t, std::chrono::microseconds after,
-                std::chrono::microseconds rest, std::function<void()> slow) {
-    t->timer.expires_after(after);
-    t->timer.async_wait([this, t, rest, slow = std::move(slow)](const error_code& ec) {
-      if (ec || t->finished)
-        return;
-      arm_timeout(t, rest);
-      slow();
-    });
-  }
 
   void abandon(std::uint64_t id);
 
-  /// A connection made elsewhere joins the idle pool (an https origin whose ALPN chose HTTP/1.1).
+  /// A connection joins the idle pool: after an answer that keeps it alive, or made elsewhere (an
+  /// https origin whose ALPN chose HTTP/1.1). It is closed after idle_timeout there (0: never).
   void give_back(std::unique_ptr<origin_connection> conn);
+  std::size_t idle_connections() const { return idle_count_; }
 
 private:
   std::unique_ptr<origin_connection> take_idle(const std::string& key);
+  /// The idle pool's one timer: at the oldest idle connection's end, every one that old is closed.
+  void sweep_later(std::chrono::steady_clock::time_point at);
+  void sweep();
   void connect(const std::shared_ptr<transfer>& t);
   /// A plain connection to an address: the request goes out right after the non-blocking connect.
   /// To a peer on this host the kernel completes the handshake inside connect(), and the send
@@ -129,8 +121,12 @@ private:
   asio::ssl::context& tls_;
   std::atomic<std::size_t>& inflight_;
   std::unordered_map<std::uint64_t, std::shared_ptr<transfer>> running_;
+  /// Per pool key, oldest first (a connection is taken from the back: the one most likely alive).
   std::unordered_map<std::string, std::vector<std::unique_ptr<origin_connection>>> idle_;
   std::size_t idle_count_ = 0;
+  std::chrono::milliseconds idle_timeout_;
+  asio::steady_timer sweep_;
+  std::optional<std::chrono::steady_clock::time_point> sweep_at_; ///< when the timer is armed for
 };
 
 } // namespace gather::downstream_loop

@@ -1,13 +1,18 @@
 // The HTTP/2 client of one event loop (h2_client.hpp): which link a call goes on, its timer, its
-// one end. A link per origin at rest: another opens when every link of the origin is at the
-// server's MAX_CONCURRENT_STREAMS (or going away), and a link left without calls closes when its
-// origin has another.
+// one end. A link per origin at rest: another opens when no link of the origin takes a stream
+// (each busy at the server's MAX_CONCURRENT_STREAMS, reset streams not yet freed counted, or
+// draining), and a link left without calls closes when its origin has another that takes calls,
+// or after downstream_idle_timeout_ms.
 #include "h2_client.hpp"
 
 #include <algorithm>
 #include <cctype>
 
 #include <boost/asio/post.hpp>
+
+#include "gather/downstream/header_names.hpp"
+
+#include "call_timer.hpp"
 
 namespace gather::downstream_loop {
 
@@ -17,9 +22,11 @@ h2_client::~h2_client() {
   inflight_ -= running_.size();
   running_.clear();
   auto links = std::move(links_);
-  for (auto& [key, list] : links)
-    for (auto& link : list)
-      link->close_now();
+  links_.clear();
+  for (auto& [key, origin] : links)
+    for (auto& list : origin.by_state)
+      for (auto& link : list)
+        link->close_now();
 }
 
 void h2_client::start(std::uint64_t id, stream_request request, std::shared_ptr<stream_events> events) {
@@ -33,13 +40,10 @@ void h2_client::start(std::uint64_t id, stream_request request, std::shared_ptr<
     return fail_now(call, stream_ending::protocol, "not an http or https URL");
   for (const auto& [name, value] : call->request.headers) {
     const bool upper = std::any_of(name.begin(), name.end(), [](char c) { return std::isupper(static_cast<unsigned char>(c)); });
-    if (name.empty() || name[0] == ':' || upper || name == "connection" || name == "keep-alive" ||
-        name == "proxy-connection" || name == "transfer-encoding" || name == "upgrade" || name == "host")
+    if (name.empty() || name[0] == ':' || upper || is_connection_specific(name))
       return fail_now(call, stream_ending::protocol, "header name not allowed in HTTP/2: " + name);
   }
   call->where = std::move(*where);
-  for (auto& c : call->where.key) // host names compare in any case
-    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   arm(call);
   place(call, nullptr);
 }
@@ -53,9 +57,7 @@ void h2_client::fail_now(const std::shared_ptr<h2_call>& call, stream_ending how
 
 void h2_client::arm(const std::shared_ptr<h2_call>& call) {
   const auto timeout = std::chrono::microseconds{std::max(call->request.timeout, std::chrono::milliseconds{1})};
-  auto on_timeout = [this, call](const error_code& ec) {
-    if (ec || call->finished)
-      return;
+  auto on_timeout = [this, call] {
     // A server that never sent its SETTINGS is not speaking HTTP/2: the next call gets a new link.
     auto* link = call->link;
     const bool silent = link && !link->heard_from_server();
@@ -63,30 +65,19 @@ void h2_client::arm(const std::shared_ptr<h2_call>& call) {
     if (silent && !link->closed())
       link->shut("no SETTINGS from " + call->where.key + " within a call's timeout");
   };
-  const auto slow_after = call->request.slow_after;
-  if (call->request.slow && slow_after.count() > 0 && slow_after < timeout) {
-    call->timer.expires_after(slow_after);
-    call->timer.async_wait([call, rest = timeout - slow_after, on_timeout](const error_code& ec) {
-      if (ec || call->finished)
-        return;
-      call->timer.expires_after(rest);
-      call->timer.async_wait(on_timeout);
-      auto slow = std::move(call->request.slow);
-      slow();
-    });
-    return;
-  }
-  call->timer.expires_after(timeout);
-  call->timer.async_wait(on_timeout);
+  arm_call_timer(call, timeout, call->request.slow_after, std::move(call->request.slow), std::move(on_timeout));
 }
 
 void h2_client::place(const std::shared_ptr<h2_call>& call, const h2_link* exclude) {
-  auto& list = links_[call->where.key];
-  for (auto& link : list)
-    if (link.get() != exclude && link->has_room() && link->add(call))
-      return;
-  auto link = std::make_shared<h2_link>(*this, loop_, tls_, call->where);
-  list.push_back(link);
+  auto& origin = links_[call->where.key];
+  for (const auto state : {link_state::ready, link_state::connecting}) {
+    const auto list = origin[state]; // a copy: add() may move the link to another list
+    for (auto& link : list)
+      if (link.get() != exclude && link->has_room() && link->add(call))
+        return;
+  }
+  auto link = std::make_shared<h2_link>(*this, loop_, tls_, call->where, bounds_);
+  links_[call->where.key][link_state::connecting].push_back(link); // (a link that closed above may have taken `origin`)
   if (!link->add(call))
     return end(call, {stream_ending::protocol, 0, "the HTTP/2 session refused the request"});
   link->open(lookups_);
@@ -133,27 +124,35 @@ void h2_client::refused(const std::shared_ptr<h2_call>& call, const h2_link* fro
   place(call, from);
 }
 
-void h2_client::forget(const h2_link& link) {
+void h2_client::moved(h2_link& link, link_state from, link_state to) {
   auto it = links_.find(link.where().key);
   if (it == links_.end())
     return;
-  auto& list = it->second;
-  list.erase(std::remove_if(list.begin(), list.end(), [&](const auto& l) { return l.get() == &link; }), list.end());
-  if (list.empty())
+  auto& origin = it->second;
+  auto& list = origin[from];
+  auto at = std::find_if(list.begin(), list.end(), [&](const auto& l) { return l.get() == &link; });
+  if (at == list.end())
+    return;
+  auto keep = std::move(*at);
+  list.erase(at);
+  if (to != link_state::closed)
+    origin[to].push_back(std::move(keep));
+  else if (origin.empty())
     links_.erase(it);
 }
 
 void h2_client::idle(h2_link& link) {
   auto keep = link.shared_from_this();
   asio::post(loop_, [this, keep] { // not inside the session's callbacks
-    if (keep->load() != 0 || keep->closed())
+    if (keep->machine().in_use() != 0 || keep->state() != link_state::ready)
       return;
-    // Kept while it is the only link of its origin that takes calls; else closed (GOAWAY).
+    // Kept while it is the only ready link of its origin; else closed (GOAWAY).
     auto it = links_.find(keep->where().key);
-    const auto takes_calls = [&](const std::shared_ptr<h2_link>& l) { return l != keep && l->has_room(); };
-    if (keep->has_room() && it != links_.end() && std::none_of(it->second.begin(), it->second.end(), takes_calls))
+    if (it == links_.end())
       return;
-    forget(*keep); // at once: the origin's next idle link counts without it
+    const auto& ready = it->second[link_state::ready];
+    if (std::none_of(ready.begin(), ready.end(), [&](const auto& l) { return l != keep; }))
+      return;
     keep->shut("no calls left on a further connection");
   });
 }
@@ -173,8 +172,7 @@ header_list header_fields(const std::string& header_lines) {
     std::string name(line.substr(0, colon));
     for (auto& c : name)
       c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    if (name == "connection" || name == "keep-alive" || name == "proxy-connection" ||
-        name == "transfer-encoding" || name == "upgrade" || name == "host")
+    if (is_connection_specific(name))
       continue;
     auto value = line.substr(colon + 1);
     while (!value.empty() && (value.front() == ' ' || value.front() == '\t'))

@@ -1,10 +1,11 @@
-// The HTTP/2 client of one event loop (stream_call.hpp is its contract): its links per origin
-// (h2_link.hpp), its running calls, each from the link chosen or opened, through its events, to
-// its one end: on its timer (timeout, the hedge's slow point), a cancel, a refused stream sent
-// again elsewhere, or what its link reports. Only the loop's thread touches any of it. Private to
-// app/downstream/.
+// The HTTP/2 client of one event loop (stream_call.hpp is its contract): its pool of links per
+// origin (h2_link.hpp), one list per link state (link_machine.hpp), and its running calls, each
+// from the link chosen or opened, through its events, to its one end: on its timer (timeout, the
+// hedge's slow point), a cancel, a refused stream sent again elsewhere, or what its link reports.
+// Only the loop's thread touches any of it. Private to app/downstream/.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <functional>
@@ -23,8 +24,9 @@ public:
   using http1_handover = std::function<void(std::unique_ptr<origin_connection>)>;
 
   h2_client(asio::io_context& loop, name_lookups& lookups, std::atomic<std::size_t>& inflight,
-            asio::ssl::context& tls, http1_handover to_http1)
-    : loop_(loop), lookups_(lookups), tls_(tls), inflight_(inflight), to_http1_(std::move(to_http1)) {}
+            asio::ssl::context& tls, const link_bounds& bounds, http1_handover to_http1)
+    : loop_(loop), lookups_(lookups), tls_(tls), inflight_(inflight), bounds_(bounds),
+      to_http1_(std::move(to_http1)) {}
   /// The loop has stopped (or never ran): nothing runs any more, no event is delivered.
   ~h2_client();
 
@@ -41,9 +43,9 @@ public:
   void refused(const std::shared_ptr<h2_call>& call, const h2_link* from, std::string why);
   /// The call, never sent, goes to another link (not counted as a resend).
   void move(const std::shared_ptr<h2_call>& call, const h2_link* from) { place(call, from); }
-  /// The link is gone (its calls were ended or sent again first).
-  void forget(const h2_link& link);
-  /// The link's last call left it.
+  /// The link's state changed: it moves to that state's list (closed: the pool forgets it).
+  void moved(h2_link& link, link_state from, link_state to);
+  /// The link's last slot was freed.
   void idle(h2_link& link);
   /// The server's ALPN chose HTTP/1.1 (or nothing): the connection goes to the HTTP/1.1 client.
   void handover(std::unique_ptr<origin_connection> conn) { to_http1_(std::move(conn)); }
@@ -58,9 +60,23 @@ private:
   name_lookups& lookups_;
   asio::ssl::context& tls_;
   std::atomic<std::size_t>& inflight_;
+  /// One origin's links, a list per state (closed ones are dropped).
+  using link_list = std::vector<std::shared_ptr<h2_link>>;
+  struct origin_links {
+    std::array<link_list, 4> by_state; ///< connecting, ready, busy, draining
+    link_list& operator[](link_state s) { return by_state[static_cast<std::size_t>(s)]; }
+    bool empty() const {
+      for (const auto& list : by_state)
+        if (!list.empty())
+          return false;
+      return true;
+    }
+  };
+
+  link_bounds bounds_;
   http1_handover to_http1_;
   std::unordered_map<std::uint64_t, std::shared_ptr<h2_call>> running_;
-  std::unordered_map<std::string, std::vector<std::shared_ptr<h2_link>>> links_;
+  std::unordered_map<std::string, origin_links> links_;
 };
 
 /// The request's headers as a transfer's "Name: value\r\n" lines, for HTTP/2: names lower case,

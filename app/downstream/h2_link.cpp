@@ -1,6 +1,6 @@
 // One HTTP/2 connection to a downstream (h2_link.hpp): the transport under its session
-// (h2_link_session.cpp): connect, TLS and ALPN, one read and one write at a time, and the end of
-// the connection, which ends or sends again the calls still on it.
+// (h2_link_session.cpp): connect, TLS and ALPN, one read and one write at a time, the link's one
+// timer, and the end of the connection, which ends or sends again the calls still on it.
 #include "h2_link.hpp"
 
 #include <algorithm>
@@ -25,11 +25,13 @@ constexpr std::size_t write_bytes = 64 * 1024;
 
 } // namespace
 
-h2_link::h2_link(h2_client& owner, asio::io_context& loop, asio::ssl::context& tls, const origin_and_target& where)
+h2_link::h2_link(h2_client& owner, asio::io_context& loop, asio::ssl::context& tls, const origin_and_target& where,
+                 const link_bounds& bounds)
   : owner_(owner), loop_(loop), where_(where), conn_(std::make_unique<origin_connection>(loop, tls, where.tls)),
-    in_(read_bytes) {
+    in_(read_bytes), machine_(bounds, link_machine::clock::now()), timer_(loop) {
   conn_->key = where.key;
   session_ = new_session();
+  machine_.watch([this](link_state from, link_state to) { owner_.moved(*this, from, to); });
 }
 
 h2_link::~h2_link() {
@@ -48,7 +50,7 @@ void h2_link::open(name_lookups& lookups) {
   if (!ec)
     return connect_to({address, static_cast<unsigned short>(*parse_port(where_.port))});
   lookups.resolve(where_.host, where_.port, loop_, [self](const error_code& rec, name_lookups::endpoints found) {
-    if (self->closed_)
+    if (self->closed())
       return;
     if (rec)
       return self->broken(stream_ending::connection, "could not resolve " + self->where_.host + ": " + rec.message());
@@ -64,7 +66,7 @@ void h2_link::connect_to(const tcp::endpoint& endpoint) {
 }
 
 void h2_link::connected(const error_code& ec) {
-  if (closed_)
+  if (closed())
     return;
   if (ec)
     return broken(stream_ending::connection, "could not connect to " + where_.key + ": " + ec.message());
@@ -76,7 +78,7 @@ void h2_link::connected(const error_code& ec) {
   verify_host(stream, where_.host);
   auto self = shared_from_this();
   stream.async_handshake(asio::ssl::stream_base::client, [self](const error_code& hec) {
-    if (self->closed_)
+    if (self->closed())
       return;
     if (hec)
       return self->broken(stream_ending::connection, "TLS handshake with " + self->where_.key + " failed: " + hec.message());
@@ -93,60 +95,61 @@ void h2_link::connected(const error_code& ec) {
 }
 
 void h2_link::ready() {
-  connected_ = true;
+  transport_ = transport::up;
   read();
   flush();
 }
+
 void h2_link::shut(std::string why) {
-  if (closed_)
+  if (closed())
     return;
-  going_away_ = true;
-  if (load() == 0 && connected_ && !writing_ && busy_ == 0) {
+  machine_.drain(link_machine::clock::now());
+  if (load() == 0 && transport_ == transport::up && !pump_.writing && pump_.inside_session == 0) {
     nghttp2_session_terminate_session(session_, NGHTTP2_NO_ERROR);
     flush(); // the GOAWAY leaves; the connection closes when the session wants nothing more
-    if (writing_)
+    if (pump_.writing)
       return;
   }
   broken(stream_ending::connection, std::move(why));
 }
 
 void h2_link::flush() {
-  if (closed_ || !connected_ || writing_)
+  if (closed() || transport_ != transport::up || pump_.writing)
     return;
-  if (busy_ > 0) {
-    flush_wanted_ = true;
+  if (pump_.inside_session > 0) {
+    pump_.flush_wanted = true;
     return;
   }
-  flush_wanted_ = false;
+  pump_.flush_wanted = false;
   out_.clear();
-  ++busy_;
+  ++pump_.inside_session;
   while (out_.size() < write_bytes) {
     const std::uint8_t* data = nullptr;
     const auto n = nghttp2_session_mem_send(session_, &data);
     if (n < 0) {
-      --busy_;
+      --pump_.inside_session;
       return broken(stream_ending::protocol, std::string{"HTTP/2 session failed: "} + nghttp2_strerror(static_cast<int>(n)));
     }
     if (n == 0)
       break;
     out_.append(reinterpret_cast<const char*>(data), static_cast<std::size_t>(n));
   }
-  --busy_;
-  if (closed_)
+  --pump_.inside_session;
+  if (closed())
     return;
   if (out_.empty()) {
-    if (flush_wanted_)
+    if (pump_.flush_wanted)
       return flush();
     if (!nghttp2_session_want_read(session_) && !nghttp2_session_want_write(session_))
       broken(stream_ending::connection, "the HTTP/2 session ended");
     return;
   }
-  writing_ = true;
+  pump_.writing = true;
   auto self = shared_from_this();
   with_stream([&](auto& stream) {
     asio::async_write(stream, asio::buffer(out_), [self](const error_code& ec, std::size_t) {
-      self->writing_ = false;
-      if (self->closed_)
+      self->pump_.writing = false;
+      if (self->closed())
         return;
       if (ec)
         return self->broken(stream_ending::connection, "connection to " + self->where_.key + " lost: " + ec.message());
@@ -159,45 +162,47 @@ void h2_link::read() {
   auto self = shared_from_this();
   with_stream([&](auto& stream) {
     stream.async_read_some(asio::buffer(in_), [self](const error_code& ec, std::size_t n) {
-      if (self->closed_)
+      if (self->closed())
         return;
       if (ec)
         return self->broken(stream_ending::connection,
                             "connection to " + self->where_.key +
                                 (ec == asio::error::eof ? " closed by the server" : " lost: " + ec.message()));
-      ++self->busy_;
+      ++self->pump_.inside_session;
       const auto used = nghttp2_session_mem_recv(self->session_, reinterpret_cast<const std::uint8_t*>(self->in_.data()), n);
-      --self->busy_;
-      if (self->closed_)
+      --self->pump_.inside_session;
+      if (self->closed())
         return;
       if (used < 0) {
         // A connection error (bad frames, a flood nghttp2 refuses): its GOAWAY goes out, then
         // the connection closes.
-        self->going_away_ = true;
+        self->machine_.drain(link_machine::clock::now());
         self->flush();
         return self->broken(stream_ending::protocol, std::string{"HTTP/2 connection error from "} + self->where_.key +
                                                          ": " + nghttp2_strerror(static_cast<int>(used)));
       }
       self->flush();
-      if (!self->closed_)
-        self->read();
+      if (self->closed())
+        return;
+      self->rearm();
+      self->read();
     });
   });
 }
 
 void h2_link::broken(stream_ending how, std::string detail) {
-  if (closed_)
+  if (closed())
     return;
-  closed_ = true;
-  going_away_ = true;
   auto self = shared_from_this();
+  const bool was_up = transport_ == transport::up;
+  timer_.cancel();
+  machine_.lost(); // the pool forgets it (h2_client::moved)
   auto streams = std::move(streams_);
   streams_.clear();
   auto waiting = std::move(waiting_);
   waiting_.clear();
   if (conn_)
     conn_->close();
-  owner_.forget(*this);
   // In stream order: lower ids were sent first.
   std::vector<std::pair<std::int32_t, std::shared_ptr<h2_call>>> calls(streams.begin(), streams.end());
   std::sort(calls.begin(), calls.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
@@ -206,7 +211,7 @@ void h2_link::broken(stream_ending how, std::string detail) {
     call->stream_id = 0;
     if (call->finished)
       continue;
-    if (how == stream_ending::no_h2 || !connected_)
+    if (how == stream_ending::no_h2 || !was_up)
       owner_.end(call, {how, 0, detail});
     else if (!call->got_head && nghttp2_session_find_stream(session_, id) == nullptr)
       owner_.refused(call, this, detail); // still held by the session: the server never saw it
@@ -217,11 +222,49 @@ void h2_link::broken(stream_ending how, std::string detail) {
     if (call->finished || call->link != this)
       continue;
     call->link = nullptr;
-    if (how == stream_ending::no_h2 || !connected_)
+    if (how == stream_ending::no_h2 || !was_up)
       owner_.end(call, {how, 0, detail});
     else
       owner_.refused(call, this, detail);
   }
+}
+
+void h2_link::rearm() {
+  const auto next = machine_.next_check();
+  // One wait at a time: a later check than the one armed is found when that one fires.
+  if (!next || (timer_at_ && *timer_at_ <= *next))
+    return;
+  timer_at_ = next;
+  timer_.expires_at(*next);
+  auto self = shared_from_this();
+  timer_.async_wait([self](const error_code& ec) {
+    if (ec || self->closed())
+      return;
+    self->timer_at_.reset();
+    self->check();
+  });
+}
+
+void h2_link::check() {
+  switch (machine_.due(link_machine::clock::now())) {
+    case link_due::nothing:
+      break;
+    case link_due::idle:
+      return shut("no call for downstream_idle_timeout_ms");
+    case link_due::drained:
+      return shut("no stream left on a draining connection");
+    case link_due::quiet:
+      return broken(stream_ending::connection,
+                    "no frame from " + where_.key + " for downstream_drain_quiet_ms on a connection going away");
+  }
+  maybe_idle();
+  if (!closed())
+    rearm();
+}
+
+void h2_link::maybe_idle() {
+  if (machine_.in_use() == 0 && !closed())
+    owner_.idle(*this);
 }
 
 } // namespace gather::downstream_loop

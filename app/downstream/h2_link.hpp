@@ -1,18 +1,22 @@
 // One HTTP/2 connection to a downstream origin on one event loop: its socket (plain, or TLS with
 // ALPN; h2_link.cpp), its nghttp2 client session driven with mem_recv/mem_send and the streams of
-// the calls it carries (h2_link_session.cpp). What a call is, where it goes and how it ends is h2_client.hpp's; the link only
-// turns frames into the call's events and tells its client when a stream closed, was refused or
-// the connection went. Only the loop's thread touches it. Private to app/downstream/.
+// the calls it carries (h2_link_session.cpp), and its state and capacity (link_machine.hpp: what
+// the pool reads, and what the link's one timer waits for). What a call is, where it goes and how
+// it ends is h2_client.hpp's; the link only turns frames into the call's events and tells its
+// client when a stream closed, was refused or the connection went. Only the loop's thread touches
+// it. Private to app/downstream/.
 #pragma once
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
 #include <boost/asio/steady_timer.hpp>
 
+#include "gather/downstream/link_machine.hpp"
 #include "gather/downstream/name_lookups.hpp"
 #include "gather/downstream/stream_call.hpp"
 #include "gather/downstream/url_split.hpp"
@@ -55,7 +59,8 @@ struct h2_call {
 
 class h2_link : public std::enable_shared_from_this<h2_link> {
 public:
-  h2_link(h2_client& owner, asio::io_context& loop, asio::ssl::context& tls, const origin_and_target& where);
+  h2_link(h2_client& owner, asio::io_context& loop, asio::ssl::context& tls, const origin_and_target& where,
+          const link_bounds& bounds);
   ~h2_link();
   h2_link(const h2_link&) = delete;
   h2_link& operator=(const h2_link&) = delete;
@@ -64,9 +69,11 @@ public:
   /// session and leave once the connection is up.
   void open(name_lookups& lookups);
 
-  /// Can take one more call: not going away, fewer streams than the server allows (100 until its
-  /// SETTINGS say; RFC 9113 recommends no fewer).
-  bool has_room() const;
+  /// Can take one more call: connecting or ready, fewer slots counted than the server allows (100
+  /// until its SETTINGS say; RFC 9113 recommends no fewer), reset streams not yet freed included.
+  bool has_room() const { return machine_.takes_stream(); }
+  link_state state() const { return machine_.state(); }
+  const link_machine& machine() const { return machine_; }
   /// Takes `call`: its stream opens now (HEADERS and body queued in the session), or once the
   /// server's SETTINGS came (until then nothing but the preface and SETTINGS leaves: a server's
   /// MAX_CONCURRENT_STREAMS is known before a stream is sent). False when the session refused it.
@@ -75,8 +82,8 @@ public:
   void release(h2_call& call);
   /// Calls carried now.
   std::size_t load() const { return streams_.size() + waiting_.size(); }
-  bool heard_from_server() const { return heard_; }
-  bool closed() const { return closed_; }
+  bool heard_from_server() const { return state() != link_state::connecting; }
+  bool closed() const { return state() == link_state::closed; }
   /// Ends the connection: GOAWAY when the session is up, then the socket closes. Calls still on
   /// it end `connection`.
   void shut(std::string why);
@@ -103,6 +110,12 @@ private:
   /// The connection is gone: every call on it ends (`how`, or refused for streams the server
   /// never processed), the client forgets the link.
   void broken(stream_ending how, std::string detail);
+  /// The link's one timer, at the machine's next check (a held slot's deadline, the idle or the
+  /// quiet bound); then what is due is done.
+  void rearm();
+  void check();
+  /// The last slot left (the pool may close the link).
+  void maybe_idle();
 
   template <class F>
   void with_stream(F f) {
@@ -121,15 +134,18 @@ private:
   std::vector<std::shared_ptr<h2_call>> waiting_; ///< taken before the server's SETTINGS came
   std::string out_;        ///< the bytes being written
   std::vector<char> in_;   ///< the read buffer
-  std::uint32_t max_streams_ = 100;
   std::uint32_t goaway_code_ = 0;
-  bool connected_ = false;
-  bool writing_ = false;
-  int busy_ = 0;           ///< inside nghttp2 (mem_recv, mem_send)
-  bool flush_wanted_ = false;
-  bool heard_ = false;     ///< the server's SETTINGS came
-  bool going_away_ = false; ///< GOAWAY received or sent: no new streams
-  bool closed_ = false;
+  link_machine machine_;
+  asio::steady_timer timer_;
+  std::optional<link_machine::time_point> timer_at_; ///< when the timer is armed for
+  /// The transport under the session: until it is up nothing is written.
+  enum class transport { opening, up } transport_ = transport::opening;
+  /// The write pump: one write at a time, and never inside nghttp2's own calls.
+  struct pump_state {
+    bool writing = false;
+    int inside_session = 0; ///< mem_recv or mem_send running
+    bool flush_wanted = false;
+  } pump_;
 };
 
 } // namespace gather::downstream_loop

@@ -91,6 +91,8 @@ struct h2_link_callbacks {
 
   static int frame_received(nghttp2_session* session, const nghttp2_frame* frame, void* user_data) {
     auto& link = self(user_data);
+    const auto now = link_machine::clock::now();
+    link.machine_.frame(now);
     switch (frame->hd.type) {
       case NGHTTP2_HEADERS:
         if (auto call = call_of(link, frame->hd.stream_id))
@@ -102,14 +104,15 @@ struct h2_link_callbacks {
         break;
       case NGHTTP2_SETTINGS:
         if ((frame->hd.flags & NGHTTP2_FLAG_ACK) == 0) {
-          link.heard_ = true;
-          link.max_streams_ = nghttp2_session_get_remote_settings(session, NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS);
-          link.send_waiting();
+          const bool first = link.state() == link_state::connecting;
+          link.machine_.settings(nghttp2_session_get_remote_settings(session, NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS), now);
+          if (first)
+            link.send_waiting();
         }
         break;
       case NGHTTP2_GOAWAY:
-        link.going_away_ = true;
         link.goaway_code_ = frame->goaway.error_code;
+        link.machine_.goaway(frame->goaway.last_stream_id, now);
         break;
       default:
         break;
@@ -142,6 +145,7 @@ struct h2_link_callbacks {
     if (!call)
       return 0;
     link.streams_.erase(stream_id);
+    link.machine_.ended(stream_id, link_machine::clock::now());
     call->link = nullptr;
     call->stream_id = 0;
     const bool refused = code == NGHTTP2_REFUSED_STREAM && !call->got_head;
@@ -155,8 +159,7 @@ struct h2_link_callbacks {
       link.owner_.end(call, {stream_ending::protocol, 0, "the stream ended without a response"});
     else // the session reset it: a malformed answer (nghttp2 checks the messaging rules)
       link.owner_.end(call, {stream_ending::protocol, code, "malformed response (reset by the client)"});
-    if (link.load() == 0 && !link.closed_)
-      link.owner_.idle(link);
+    link.maybe_idle();
     return 0;
   }
 
@@ -168,6 +171,7 @@ struct h2_link_callbacks {
     if (!call)
       return 0;
     link.streams_.erase(frame->hd.stream_id);
+    link.machine_.ended(frame->hd.stream_id, link_machine::clock::now());
     call->link = nullptr;
     call->stream_id = 0;
     if (error == NGHTTP2_ERR_START_STREAM_NOT_ALLOWED || error == NGHTTP2_ERR_STREAM_CLOSING)
@@ -213,16 +217,13 @@ nghttp2_session* h2_link::new_session() {
   return session;
 }
 
-bool h2_link::has_room() const {
-  return !closed_ && !going_away_ && load() < max_streams_;
-}
-
 bool h2_link::add(const std::shared_ptr<h2_call>& call) {
-  if (heard_)
+  if (heard_from_server())
     return submit(call);
   call->link = this;
   call->stream_id = 0;
   waiting_.push_back(call);
+  machine_.wait_added();
   return true;
 }
 
@@ -233,7 +234,8 @@ void h2_link::send_waiting() {
     if (call->finished || call->link != this)
       continue;
     call->link = nullptr;
-    if (streams_.size() >= max_streams_ && call->moves < max_moves) {
+    machine_.wait_removed(link_machine::clock::now());
+    if (!machine_.takes_stream() && call->moves < max_moves) {
       ++call->moves;
       owner_.move(call, this);
     } else if (!submit(call)) {
@@ -270,6 +272,7 @@ bool h2_link::submit(const std::shared_ptr<h2_call>& call) {
   call->link = this;
   call->stream_id = id;
   streams_.emplace(id, call);
+  machine_.opened(id);
   flush();
   return true;
 }
@@ -277,19 +280,25 @@ bool h2_link::submit(const std::shared_ptr<h2_call>& call) {
 void h2_link::release(h2_call& call) {
   if (call.link != this)
     return;
-  if (call.stream_id == 0)
+  if (call.stream_id == 0) {
     waiting_.erase(std::remove_if(waiting_.begin(), waiting_.end(), [&](const auto& c) { return c.get() == &call; }),
                    waiting_.end());
+    machine_.wait_removed(link_machine::clock::now());
+  }
   if (call.stream_id != 0) {
     streams_.erase(call.stream_id);
-    if (!closed_)
+    if (!closed()) {
       nghttp2_submit_rst_stream(session_, NGHTTP2_FLAG_NONE, call.stream_id, NGHTTP2_CANCEL);
+      machine_.reset(call.stream_id, link_machine::clock::now()); // its slot is held (link_machine.hpp)
+    }
   }
   call.link = nullptr;
   call.stream_id = 0;
   flush();
-  if (load() == 0 && !closed_)
-    owner_.idle(*this);
+  if (closed())
+    return;
+  rearm();
+  maybe_idle();
 }
 
 } // namespace gather::downstream_loop

@@ -21,7 +21,7 @@ constexpr std::chrono::seconds http1_origin_memory{60};
 class loop_client {
 public:
   loop_client(asio::io_context& loop, name_lookups& lookups, std::atomic<std::size_t>& inflight,
-              asio::ssl::context& tls, asio::ssl::context& tls_h2);
+              asio::ssl::context& tls, asio::ssl::context& tls_h2, const link_bounds& bounds);
 
   asio::io_context& loop() { return loop_; }
 

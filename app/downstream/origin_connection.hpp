@@ -3,6 +3,7 @@
 // other. Private to app/downstream/.
 #pragma once
 
+#include <chrono>
 #include <memory>
 #include <optional>
 #include <string>
@@ -38,7 +39,8 @@ struct origin_connection {
   tcp::socket socket;                                      ///< plain http
   std::optional<asio::ssl::stream<tcp::socket>> tls_stream; ///< https
   boost::beast::flat_buffer buffer;
-  std::string key;
+  std::string key; ///< its pool's: scheme://host:port, the host lower case (split_url)
+  std::chrono::steady_clock::time_point idle_since; ///< while it waits in an idle pool
 };
 
 

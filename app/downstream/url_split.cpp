@@ -67,7 +67,8 @@ std::optional<origin_and_target> split_url(const std::string& text) {
   const std::string_view scheme = url.substr(0, at);
   out.key.reserve(scheme.size() + host.size() + 1 + port.size());
   out.key += scheme;
-  out.key += host;
+  for (const char c : host) // host names compare in any case: one key for every pool of an origin
+    out.key += static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
   out.key += ':';
   out.key += port;
   out.host_header = authority;

@@ -969,3 +969,18 @@ TEST_CASE("docs/config.md's example is the configuration the tests load", "[unit
   doc << in.rdbuf();
   CHECK(doc.str().find(std::string{"```json\n"} + contract_example + "\n```\n") != std::string::npos);
 }
+
+// ---- the downstream pools' bounds (docs/config.md) ----------------------------------------------------------------
+
+TEST_CASE("config: downstream_idle_timeout_ms and downstream_drain_quiet_ms have ranges and defaults",
+          "[unit][downstream][config]") {
+  const auto defaults = require_valid(with_top("io_threads", 1));
+  CHECK(defaults.downstream_idle_timeout == std::chrono::milliseconds{60000});
+  CHECK(defaults.downstream_drain_quiet == std::chrono::milliseconds{1000});
+  CHECK(require_valid(with_top("downstream_idle_timeout_ms", 0)).downstream_idle_timeout.count() == 0); // never
+  CHECK(require_valid(with_top("downstream_drain_quiet_ms", 250)).downstream_drain_quiet.count() == 250);
+  require_problem(with_top("downstream_idle_timeout_ms", -1), "downstream_idle_timeout_ms: must be an integer from 0 to 3600000");
+  require_problem(with_top("downstream_idle_timeout_ms", "60s"), "downstream_idle_timeout_ms: must be an integer from 0 to 3600000");
+  require_problem(with_top("downstream_drain_quiet_ms", 0), "downstream_drain_quiet_ms: must be an integer from 1 to 600000");
+  require_problem(with_top("downstream_drain_quiet_ms", 600001), "downstream_drain_quiet_ms: must be an integer from 1 to 600000");
+}

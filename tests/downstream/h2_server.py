@@ -1,11 +1,14 @@
 #!/usr/bin/python3
 """An HTTP/2 downstream for the client's tests, well-behaved and hostile (Debian's python3-h2 with
 hyperframe for the frames h2 would not send). Usage:
-  h2_server.py [--max-streams N] [--tls CERT KEY] [--silent]
+  h2_server.py [--max-streams N] [--reset-hold-ms MS] [--tls CERT KEY] [--silent]
 Prints "PORT <n>" once listening on 127.0.0.1, then a line per thing a test may wait for:
 "CONN <n>" (a connection opened), "REQUEST <conn> <stream> <method> <path>", "RESET <conn>
 <stream> <code> <path>" (the client reset a stream), "CLOSED <conn>". --silent: accepts and
-reads, never writes a byte (no SETTINGS). --tls: TLS with ALPN h2 only.
+reads, never writes a byte (no SETTINGS). --tls: TLS with ALPN h2 only. --reset-hold-ms (with
+--max-streams): a stream the client reset still counts against the limit for MS ms after its
+RST_STREAM, as a server whose handler goes on does, and a stream beyond the limit is refused
+(RST_STREAM REFUSED_STREAM, "REFUSED <conn> <stream>").
 
 What a request gets is chosen by its path (the query is ignored but for k=):
   /item                 200 {"id": 7, "name": "lamp"}
@@ -25,11 +28,13 @@ What a request gets is chosen by its path (the query is ignored but for k=):
   /goaway-once?k=K      the first time: GOAWAY with last stream id below this one (the
                         connection closes 1 s later); /item after
   /goaway-error         GOAWAY INTERNAL_ERROR with last stream id this one, then the close
+  /goaway-silent        GOAWAY NO_ERROR with last stream id this one, then nothing on it, ever
   /drop                 the connection is closed at once
   /window-flood         100000 WINDOW_UPDATE frames of 1, then /item
   /window-overflow      WINDOW_UPDATE frames that overflow the connection's window
   /bad-status           a :status that is not three digits
-  /stats                {"connections": opened so far, "max_open": most streams open at once on one}
+  /stats                {"connections": opened so far, "max_open": most streams open at once on
+                        one, "refused": streams refused beyond the limit (--reset-hold-ms)}
 A gRPC call (a :path under /linkd.v3.) gets what its x-mode metadata names, as a path (any of
 the above, e.g. "hang", "status/503", "refuse"), or one of these (a linkd.v3.Book is answered):
   grpc/ok               the message, then trailers grpc-status 0
@@ -58,8 +63,9 @@ import h2.exceptions
 import h2.settings
 from hyperframe.frame import GoAwayFrame, WindowUpdateFrame
 
-STATE = {"connections": 0, "max_open": 0, "seen": set()}
+STATE = {"connections": 0, "max_open": 0, "refused": 0, "seen": set()}
 MAX_STREAMS = None
+RESET_HOLD = None  # seconds a reset stream still counts (--reset-hold-ms)
 
 
 def say(*words):
@@ -79,6 +85,7 @@ class Downstream(asyncio.Protocol):
                 client=False, initial_values={h2.settings.SettingCodes.MAX_CONCURRENT_STREAMS: MAX_STREAMS})
         self.conn.initiate_connection()
         self.streams = {}  # id -> {"headers", "body", "path"}
+        self.ghosts = []  # when each stream the client reset stops counting (--reset-hold-ms)
         self.window_open = asyncio.Event()
         self.closed = False
         say("CONN", self.n)
@@ -104,6 +111,11 @@ class Downstream(asyncio.Protocol):
             return
         for event in events:
             if isinstance(event, h2.events.RequestReceived):
+                if self.over_limit():
+                    STATE["refused"] += 1
+                    self.conn.reset_stream(event.stream_id, h2.errors.ErrorCodes.REFUSED_STREAM)
+                    say("REFUSED", self.n, event.stream_id)
+                    continue
                 headers = dict(event.headers)
                 self.streams[event.stream_id] = {"headers": event.headers, "body": b"",
                                                  "path": headers.get(":path", "")}
@@ -118,13 +130,22 @@ class Downstream(asyncio.Protocol):
             elif isinstance(event, h2.events.StreamEnded):
                 self.start(event.stream_id)
             elif isinstance(event, h2.events.StreamReset):
-                path = self.streams.pop(event.stream_id, {}).get("path", "")
-                say("RESET", self.n, event.stream_id, int(event.error_code), path)
+                stream = self.streams.pop(event.stream_id, None)
+                if stream is not None and RESET_HOLD is not None:
+                    self.ghosts.append(asyncio.get_running_loop().time() + RESET_HOLD)
+                say("RESET", self.n, event.stream_id, int(event.error_code), (stream or {}).get("path", ""))
             elif isinstance(event, h2.events.WindowUpdated):
                 self.window_open.set()
             elif isinstance(event, h2.events.ConnectionTerminated):
                 self.transport.close()
         self.flush()
+
+    def over_limit(self):
+        if RESET_HOLD is None or MAX_STREAMS is None:
+            return False
+        now = asyncio.get_running_loop().time()
+        self.ghosts = [t for t in self.ghosts if t > now]
+        return len(self.streams) + len(self.ghosts) >= MAX_STREAMS
 
     def start(self, stream_id):
         asyncio.ensure_future(self.answer(stream_id))
@@ -241,6 +262,8 @@ class Downstream(asyncio.Protocol):
         elif what == "goaway-error":
             self.raw(GoAwayFrame(0, last_stream_id=stream_id, error_code=h2.errors.ErrorCodes.INTERNAL_ERROR))
             self.transport.close()
+        elif what == "goaway-silent":
+            self.raw(GoAwayFrame(0, last_stream_id=stream_id, error_code=0))
         elif what == "drop":
             self.transport.abort()
         elif what == "window-flood":
@@ -257,7 +280,8 @@ class Downstream(asyncio.Protocol):
         elif what == "stats":
             self.head(stream_id, 200)
             await self.body(stream_id, json.dumps({"connections": STATE["connections"],
-                                                   "max_open": STATE["max_open"]}).encode())
+                                                   "max_open": STATE["max_open"],
+                                                   "refused": STATE["refused"]}).encode())
         else:  # refuse-once / goaway-once the second time, and anything else
             await self.item(stream_id)
 
@@ -320,13 +344,15 @@ class Silent(asyncio.Protocol):
 
 
 async def main(args):
-    global MAX_STREAMS
+    global MAX_STREAMS, RESET_HOLD
     tls = None
     silent = False
     while args:
         flag = args.pop(0)
         if flag == "--max-streams":
             MAX_STREAMS = int(args.pop(0))
+        elif flag == "--reset-hold-ms":
+            RESET_HOLD = int(args.pop(0)) / 1000
         elif flag == "--tls":
             tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
             tls.load_cert_chain(args.pop(0), args.pop(0))

@@ -366,6 +366,12 @@ struct config {
   ip_ranges trusted_proxies;
   bool listen_proxy_protocol = false;
   millis drain_delay{0};
+  /// A pooled downstream connection (HTTP/1.1 or HTTP/2) with no call for this long is closed; 0:
+  /// never.
+  millis downstream_idle_timeout{60000};
+  /// An HTTP/2 downstream connection going away (GOAWAY) whose open streams get no frame for this
+  /// long is closed; its calls end as a connection failure instead of waiting out their timeout.
+  millis downstream_drain_quiet{1000};
 };
 
 /// Either a config or every problem found, one string each: "<json path>: <what is wrong>",

@@ -1,6 +1,8 @@
 // The top-level keys a reload cannot change (docs/operations.md, "Reloading the configuration"):
-// `listen`, `io_threads`, `tls`, `cluster` and `tracing` are bound into the running process (the listening
-// socket and its TLS context, the event-loop threads, the middleman's links to nodes). A reloaded
+// `listen`, `io_threads`, `tls`, `cluster`, `tracing` and the downstream pools' bounds
+// (`downstream_idle_timeout_ms`, `downstream_drain_quiet_ms`) are bound into the running process (the
+// listening socket and its TLS context, the event-loop threads, the middleman's links to nodes, the
+// downstream client). A reloaded
 // config keeps the running values of these keys; every other key applies to the requests that
 // begin after the reload.
 #pragma once
@@ -16,7 +18,7 @@ namespace gather {
 
 /// One restart-only key whose value in a reloaded file differs from the value in force.
 struct restart_only_change {
-  std::string key;     ///< "listen", "io_threads", "tls", "cluster", "tracing"
+  std::string key;     ///< "listen", "io_threads", "tls", "cluster", "tracing", "downstream_..._ms"
   nlohmann::json running; ///< the value in force (null: the key is absent)
   nlohmann::json file;    ///< the value the reloaded file asks for
 };

@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "gather/downstream/link_machine.hpp"
 #include "gather/downstream/stream_call.hpp"
 
 namespace gather {
@@ -69,8 +70,9 @@ public:
   using completion = std::function<void(transfer_result&&)>;
 
   /// On `loops`, which must run while transfers are submitted and be stopped before this is
-  /// destroyed.
-  explicit downstream_client(io_loops& loops);
+  /// destroyed; its pooled connections within `bounds` (the config's downstream_idle_timeout_ms
+  /// and downstream_drain_quiet_ms).
+  explicit downstream_client(io_loops& loops, link_bounds bounds = {});
   /// On one event loop of its own (a load generator, a tool).
   downstream_client();
   ~downstream_client(); ///< abandons whatever is in flight (no completions run)

@@ -7,7 +7,8 @@
 // The connection: `url`'s origin (scheme://host:port) over HTTP/2, prior knowledge (h2c) for
 // http://, TLS with ALPN offering h2 for https:// (the certificate checked as for any https URL).
 // One connection per origin and event loop carries many calls; a further one opens when the
-// server's MAX_CONCURRENT_STREAMS is reached. A stream the server refused before processing it
+// server's MAX_CONCURRENT_STREAMS is reached, streams the client reset counted for as long as
+// their connection lives (link_machine.hpp). A stream the server refused before processing it
 // (RST_STREAM REFUSED_STREAM, or above a GOAWAY's last stream id) is sent again, by the client
 // itself, on another connection, at most `max_resends` times; the events never see it.
 //

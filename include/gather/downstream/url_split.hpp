@@ -12,7 +12,7 @@ struct origin_and_target {
   std::string host;        ///< without brackets for IPv6
   std::string port;        ///< digits, 1..65535 (80 or 443 when the URL has none)
   std::string target;      ///< path and query, sent as rendered; always starts with '/'
-  std::string key;         ///< scheme://host:port, the keep-alive pool's key
+  std::string key;         ///< scheme://host:port, the host lower case: the pools' one key
   std::string host_header; ///< the authority as written
 };
 
