@@ -28,6 +28,10 @@ struct inbound_request {
   /// The route's `forward_claims` header names (lower-case): their inbound values were dropped
   /// and `headers` holds the claims' values instead; every downstream call carries them.
   std::vector<std::string> claim_headers;
+  /// A write route's JSON body as parsed once at admission (what `{body...}` reads; null when a
+  /// DELETE came without one), and its bytes as they came (an HTTP write's default body).
+  std::shared_ptr<const nlohmann::json> body;
+  std::string body_text;
 
   /// First value of a query parameter / header (header name lower-case), "" when absent.
   std::string query_value(const std::string& name) const;
