@@ -1,5 +1,6 @@
 #include "cart.hpp"
 #include "book_wire.hpp"
+#include "cart_proto.hpp"
 
 namespace gather {
 
@@ -42,39 +43,6 @@ std::string demo_cart::view(const std::string& cart_id) const {
   return demo_wire::encode_cart(cart_id, lines);
 }
 
-const char* demo_cart::proto_text() {
-  return R"(// The demo's cart service, served by `gather demo` beside the book service.
-syntax = "proto3";
-
-package shop.v1;
-
-service Cart {
-  rpc AddItem(AddItemRequest) returns (CartView);
-  rpc GetCart(GetCartRequest) returns (CartView);
-}
-
-message AddItemRequest {
-  string cart_id = 1;
-  string user = 2;
-  string sku = 3;
-  int32 quantity = 4;
-}
-
-message GetCartRequest {
-  string cart_id = 1;
-}
-
-message CartLine {
-  string sku = 1;
-  int32 quantity = 2;
-}
-
-message CartView {
-  string cart_id = 1;
-  repeated CartLine lines = 2;
-  int32 count = 3;
-}
-)";
-}
+const char* demo_cart::proto_text() { return cart_proto_text; }
 
 } // namespace gather

@@ -26,7 +26,8 @@ public:
   /// One call of `method` ("AddItem", "GetCart") with its request message's bytes.
   answer call(std::string_view method, std::string_view request);
 
-  /// The service's .proto (shop/v1/cart.proto), what the demo's configuration compiles.
+  /// The service's .proto (app/demo/protos/shop/v1/cart.proto, its text compiled in), what the
+  /// demo's configuration compiles.
   static const char* proto_text();
 
 private:

@@ -389,3 +389,27 @@ TEST_CASE("write: a CORS preflight allows the path's methods", "[write]") {
   CHECK(refused.status == 403);
   CHECK(down.server.requests().empty());
 }
+
+TEST_CASE("write: a 1 MiB string goes through byte for byte when max_body_bytes allows it, 413 when not",
+          "[write]") {
+  cart_downstream down;
+  auto cfg = add_route(down.server, json::object(), json::object(), false);
+  cfg["max_body_bytes"] = 2 * 1024 * 1024;
+  cfg["max_response_bytes"] = 1024 * 1024;
+  running_gateway gw(cfg);
+  const std::string body = "{\"note\":\"" + std::string(1024 * 1024, 'n') + "\",\"sku\":\"x\"}";
+  const auto r = gw.post("/carts/1/items", body);
+  REQUIRE(r);
+  CHECK(r->status == 201);
+  REQUIRE(down.server.requests().size() == 1);
+  CHECK(down.server.requests()[0].body == body);
+  cfg["max_body_bytes"] = 1024 * 1024; // the default: the same body is over it
+  running_gateway strict(cfg);
+  raw_connection c(strict.port()); // refused on its head: the body is never sent
+  REQUIRE(c.send("POST /carts/1/items HTTP/1.1\r\nHost: gw\r\nContent-Type: application/json\r\n"
+                 "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n"));
+  const auto refused = c.read_response();
+  REQUIRE(refused);
+  CHECK(refused->status == 413);
+  CHECK(down.server.requests().size() == 1);
+}

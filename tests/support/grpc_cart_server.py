@@ -15,15 +15,12 @@ GetCart answers the cart as it stands.
 """
 
 import asyncio
-import json
 import sys
 
 import grpc
 from google.protobuf import descriptor_pb2, descriptor_pool, json_format, message_factory
 
-
-def emit(**event):
-    print(json.dumps(event), flush=True)
+from grpc_test_server import emit, serve
 
 
 def main():
@@ -80,16 +77,7 @@ def main():
             response_serializer=CartView.SerializeToString),
     }
 
-    async def serve():
-        server = grpc.aio.server()
-        server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler("shop.v1.Cart", handlers),))
-        port = server.add_insecure_port("127.0.0.1:0")
-        await server.start()
-        print("port", port, flush=True)
-        await server.wait_for_termination()
-
-    asyncio.run(serve())
-
+    serve((grpc.method_handlers_generic_handler("shop.v1.Cart", handlers),))
 
 if __name__ == "__main__":
     main()
