@@ -4,6 +4,7 @@
 
 #include <thread>
 
+#include "support/child_process.hpp"
 #include "support/gateway_fixture.hpp"
 #include "support/raw_client.hpp"
 #include "support/recording_server.hpp"
@@ -59,6 +60,25 @@ gather::test::raw_response send_raw(int port, const std::string& bytes) {
   auto r = c.read_response();
   REQUIRE(r);
   return *r;
+}
+
+/// One HTTP/2 request (h2c) with python3-h2 (tests/front/h2_client.py "ask"): status and body.
+std::pair<int, json> h2_write(int port, const std::string& headers, const std::string& body) {
+  const auto r = gather::test::run("/usr/bin/python3", {GATHER_SOURCE_DIR "/tests/front/h2_client.py", "ask",
+                                                       std::to_string(port), "POST", "/carts/5/items", headers, body});
+  INFO(r.out << r.err);
+  REQUIRE(r.code == 0);
+  auto out = r.out;
+  while (!out.empty() && out.back() == '\n')
+    out.pop_back();
+  const auto answer = json::parse(out.substr(out.rfind('\n') + 1));
+  std::string text;
+  for (const auto& frame : answer["frames"]) {
+    const auto hex = frame["hex"].get<std::string>();
+    for (std::size_t i = 0; i + 1 < hex.size(); i += 2)
+      text += static_cast<char>(std::stoi(hex.substr(i, 2), nullptr, 16));
+  }
+  return {answer["status"].get<int>(), text.empty() ? json() : json::parse(text)};
 }
 
 /// Waits (bounded) until `ready` holds.
@@ -412,4 +432,22 @@ TEST_CASE("write: a 1 MiB string goes through byte for byte when max_body_bytes 
   REQUIRE(refused);
   CHECK(refused->status == 413);
   CHECK(down.server.requests().size() == 1);
+}
+
+TEST_CASE("write: over HTTP/2, the body in DATA frames (no Content-Length) is checked and passed on", "[write][h2]") {
+  cart_downstream down;
+  running_gateway gw(add_route(down.server));
+  const std::string body = R"({"sku": "h2-1",  "quantity": 1})";
+  const auto [status, answer] = h2_write(gw.port(), R"({"content-type": "application/json"})", body);
+  CHECK(status == 201);
+  CHECK(answer["data"]["add"]["cart_id"] == "c7");
+  REQUIRE(down.server.requests().size() == 2);
+  CHECK(down.server.requests()[0].body == body);
+  const auto [refused, why] = h2_write(gw.port(), R"({"content-type": "text/plain"})", body);
+  CHECK(refused == 415);
+  CHECK(why["error"] == "unsupported_media_type");
+  const auto [bad, reason] = h2_write(gw.port(), R"({"content-type": "application/json"})", "[1]");
+  CHECK(bad == 400);
+  CHECK(reason["message"] == "the body must be a JSON object, not an array");
+  CHECK(down.server.requests().size() == 2);
 }
