@@ -451,3 +451,24 @@ TEST_CASE("write: over HTTP/2, the body in DATA frames (no Content-Length) is ch
   CHECK(reason["message"] == "the body must be a JSON object, not an array");
   CHECK(down.server.requests().size() == 2);
 }
+
+TEST_CASE("write: a 201 page with a read that fell back is degraded, and counted so", "[write]") {
+  cart_downstream down;
+  auto cfg = add_route(down.server);
+  cfg["routes"][0]["sections"].push_back({{"name", "recs"}, {"url", down.server.base_url() + "/none/{body.sku}"},
+                                          {"timeout_ms", 300}, {"fallback", json::array()}});
+  running_gateway gw(cfg);
+  const auto r = gw.post("/carts/1/items", R"({"sku":"x"})");
+  REQUIRE(r);
+  CHECK(r->status == 201);
+  const auto answer = json::parse(r->body);
+  CHECK(answer["degraded"] == true);
+  CHECK(answer["warnings"] == json{"recs_error"});
+  CHECK(answer["data"]["recs"] == json::array());
+  const auto metrics = gw.get("/metrics");
+  REQUIRE(metrics);
+  CHECK(metrics->body.find("gather_degraded_total{route=\"/carts/{cart}/items\",section=\"recs\"} 1") !=
+        std::string::npos);
+  CHECK(metrics->body.find("gather_requests_total{route=\"/carts/{cart}/items\",code=\"201\"} 1") !=
+        std::string::npos);
+}
