@@ -36,6 +36,7 @@ section_call make_section_call(const section_config& section, std::size_t route,
   call.name = section.name;
   call.deadline = deadline;
   call.progress = std::move(progress);
+  call.store_time = in.store_time;
   call.guard = &serving.guards.section(route, index);
   if (section.cache_ttl.count() > 0) {
     // Keyed by the forwarded headers' values too (the claim headers of a route with auth among

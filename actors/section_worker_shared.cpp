@@ -110,14 +110,17 @@ void ask_entry(worker_ptr self) {
           tell(found::held, std::move(data));
         }
         return true;
-      });
+      },
+      st.call.store_time);
 }
 
 /// Waiting for another gateway's entry is worth it while a call of our own still fits after the
-/// next look (its pace and, at worst, a look that times out).
+/// next look (its pace and, at worst, a look that spends what is left of the request's time with
+/// the store) and that look can still be made.
 bool may_wait(const section_worker_state& st) {
-  const auto& store = *st.serving->store;
-  return clock::now() + poll_every + store.cfg().timeout + millis(st.call.work.timeout_ms) < st.call.deadline;
+  const auto store_left = st.call.store_time ? st.call.store_time->left() : st.serving->store->cfg().timeout;
+  return store_left.count() > 0 &&
+         clock::now() + poll_every + store_left + millis(st.call.work.timeout_ms) < st.call.deadline;
 }
 
 /// A call of this worker's own, whose entry goes to the store (as the lock holder's would have).
@@ -129,7 +132,12 @@ void call_ourselves(worker_ptr self) {
 } // namespace
 
 bool shared_cache_on(const section_worker_state& st) {
-  return st.call.cache_shared && st.serving->store && st.serving->store->up();
+  if (!st.call.cache_shared || !st.serving->store)
+    return false;
+  if (st.serving->store->up())
+    return true;
+  st.serving->store->skipped(store_op::get); // the look it would have made
+  return false;
 }
 
 void shared_look_up(worker_ptr self) {
@@ -199,13 +207,15 @@ void shared_call_ended(worker_ptr self, const section_outcome& outcome) {
     st.serving->store->call(store_op::set, {"SET", key, std::move(value), "PX", std::to_string(life.count())},
                             [](store_result result, const resp_value& answer) {
                               return result != store_result::ok || answer.what == resp_value::type::status;
-                            });
+                            },
+                            st.call.store_time);
   }
   if (st.shared_phase == 3) // after the entry (one connection, in order): a waiter sees both at once
     st.serving->store->call(store_op::lock, {"EVAL", unlock_script, "1", key + ":lock", st.shared_token},
                             [](store_result result, const resp_value& answer) {
                               return result != store_result::ok || answer.is_integer();
-                            });
+                            },
+                            st.call.store_time);
   st.shared_phase = 0;
   st.shared_leader = false;
 }

@@ -37,7 +37,8 @@ void look_up(worker_ptr self);
 void finish_flight(worker_ptr self, section_outcome outcome);
 
 // section_worker_shared.cpp
-/// The section keeps its entries in the shared store and the store is up.
+/// The section keeps its entries in the shared store and the store is up (when it is down, the
+/// look it would have made is counted as skipped).
 bool shared_cache_on(const section_worker_state& st);
 /// After a miss in the gateway's own cache: the shared store's entry, its lock, or a wait.
 void shared_look_up(worker_ptr self);

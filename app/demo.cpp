@@ -225,17 +225,25 @@ std::string demo_downstreams::config_json(const std::string& listen) const {
      {"retry", {{"attempts", 2}, {"backoff_ms", 20}}}},
   });
   // The seed's book page: meta (gRPC, required), related (a gRPC stream taken to 5), stock over
-  // HTTP falling back to meta's snapshot. Hop 300 ms, page 800 ms.
+  // HTTP falling back to meta's snapshot. Hop 300 ms, page 800 ms. Answered as the seed's own
+  // DTO (BookDetail: book, related, degraded, warnings with stable codes); each section's status
+  // is one Accept away (a progressive answer's lines).
   const auto library = "http://127.0.0.1:" + std::to_string(impl_->library.port());
   const nlohmann::ordered_json card = {"isbn", "title", "author", "stock"};
   nlohmann::ordered_json book = nlohmann::ordered_json::array({
     {{"name", "meta"}, {"required", true}, {"timeout_ms", 300}, {"fields", card},
      {"grpc", {{"target", library}, {"method", "linkd.v3.Library/GetBook"}, {"message", {{"isbn", "{isbn}"}}}}}},
     {{"name", "related"}, {"timeout_ms", 300}, {"fallback", nlohmann::ordered_json::array()}, {"fields", card},
+     {"warning", "related_unavailable"},
      {"grpc", {{"target", library}, {"method", "linkd.v3.Library/SearchBooks"},
                {"message", {{"query", "{isbn}"}, {"page_size", 5}}}, {"max_messages", 5}}}},
-    {{"name", "stock"}, {"url", base + "/books/{isbn}"}, {"timeout_ms", 300}, {"fallback_from", "meta"}},
+    {{"name", "stock"}, {"url", base + "/books/{isbn}"}, {"timeout_ms", 300}, {"fallback_from", "meta"},
+     {"warning", "stock_unavailable"}},
   });
+  const nlohmann::ordered_json book_shape = {
+    {"book", {{"isbn", "{meta.isbn}"}, {"title", "{meta.title}"}, {"author", "{meta.author}"},
+              {"stock", "{stock.stock}"}}},
+    {"related", "{related}"}};
   // The book page's "add to cart": a write route. AddItem (gRPC, the body's isbn and quantity in
   // its message, its refusals passed on) runs first and alone; then the cart is read back.
   const auto cart_call = [&](const char* method, nlohmann::ordered_json message) {
@@ -261,7 +269,7 @@ std::string demo_downstreams::config_json(const std::string& listen) const {
      {{{"path", "/products/{id}"}, {"deadline_ms", 800}, {"sections", product}},
       {{"path", "/pages/{id}"}, {"deadline_ms", 800}, {"sections", page_sections}, {"shape", page_shape}},
       {{"path", "/delivery/{id}"}, {"deadline_ms", 800}, {"sections", delivery}},
-      {{"path", "/books/{isbn}"}, {"deadline_ms", 800}, {"sections", book}},
+      {{"path", "/books/{isbn}"}, {"deadline_ms", 800}, {"sections", book}, {"shape", book_shape}},
       {{"path", "/carts/{cart}/items"}, {"method", "POST"}, {"deadline_ms", 800}, {"write", add_to_cart},
        {"sections", cart_reads}},
       {{"path", "/orders/status"}, {"batch", orders}}}},
@@ -286,10 +294,11 @@ Try:
   curl -si -H 'Content-Type: application/json' -d '{"items": [true]}' {base}/orders/status   # 400 bad_request with a message
   curl -si {base}/products/abc          # base (required) answers 404: the page is 404 not_found
   curl -si {base}/delivery/42           # carrier (required) is down: 503 upstream_unavailable
-  curl -s {base}/books/978-7-111-12345-7   # book page: meta over gRPC, related a gRPC stream of 10 cut at 5, stock over HTTP
-  curl -s {base}/books/978-7-111-12345-6   # stock's HTTP service fails: stock falls back to meta's snapshot (degraded)
+  curl -s {base}/books/978-7-111-12345-7   # book page as the seed's BookDetail: meta over gRPC, related a gRPC stream of 10 cut at 5, stock over HTTP
+  curl -s {base}/books/978-7-111-12345-6   # stock's HTTP service fails: book.stock is meta's snapshot, degraded, warnings ["stock_unavailable"]
+  curl -N -H 'Accept: application/x-ndjson' {base}/books/978-7-111-12345-6   # the same page with each section's status: a line per section, the page last
   curl -si {base}/books/0-00             # GetBook (required) answers NOT_FOUND: the page is 404 not_found
-  curl -s {base}/books/978-7-111-12345-9   # SearchBooks hangs: related is cancelled at its 300 ms, degraded to []
+  curl -s {base}/books/978-7-111-12345-9   # SearchBooks hangs: related is cancelled at its 300 ms, degraded to [], warnings ["related_unavailable"]
   curl -s -H 'Content-Type: application/json' -d '{"isbn": "978-7-111-12345-7", "quantity": 1}' {base}/carts/c1/items   # add to cart: AddItem (a gRPC write) first and alone, then the cart read back
   curl -si -H 'Content-Type: application/json' -d '{"isbn": "978-7-111-12345-7", "quantity": 5}' {base}/carts/c1/items   # 409 rejected: out of stock, the cart service's message as "detail"
   curl -si -H 'Content-Type: application/json' -d '{"isbn": "978-7-111-12345-7", "quantity": "two"}' {base}/carts/c1/items   # 400 bad_request: the body does not fit AddItem's message (body.quantity), no call made

@@ -1,6 +1,7 @@
 #include "gather/admission/admission.hpp"
 
 #include "checks.hpp"
+#include "gather/shared/shared_store.hpp"
 
 namespace gather {
 
@@ -31,6 +32,12 @@ admission_request::admission_request(const serving_config& serving, const reques
     request_id(request_id),
     stats(stats),
     match(match_route(serving.cfg.routes, head.path())) {}
+
+std::shared_ptr<store_budget>& admission_request::shared_store_time() {
+  if (!store_time && serving.store)
+    store_time = std::make_shared<store_budget>(serving.store->cfg().timeout);
+  return store_time;
+}
 
 const route_config* admission_request::route() const {
   return match ? &serving.cfg.routes[match->route] : nullptr;

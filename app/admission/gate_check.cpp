@@ -88,7 +88,8 @@ std::optional<refusal> check_gate(admission_request& request) {
     request.claims = std::move(verdict.claims);
     if (verdict.ask_store) {
       auto decision = std::make_shared<store_decision>(request.request_id);
-      gate.shared->ask(verdict.limit_key, [decision](rate_limiter::decision d) { decision->settle(d); });
+      gate.shared->ask(verdict.limit_key, [decision](rate_limiter::decision d) { decision->settle(d); },
+                       request.shared_store_time());
       request.gate = std::move(decision);
     }
     return std::nullopt;

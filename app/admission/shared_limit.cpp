@@ -195,8 +195,14 @@ shared_limit::~shared_limit() = default;
 
 std::optional<rate_limiter::decision> shared_limit::take(std::string_view key,
                                                          std::chrono::steady_clock::time_point now) const {
-  if (!state_->store->up())
-    return state_->fallback_limiter()->take(key, now);
+  if (!state_->store->up()) {
+    const auto decision = state_->fallback_limiter()->take(key, now);
+    if (state_->exact)
+      state_->store->skipped(store_op::limit); // the decision it would have asked for
+    else if (decision.allowed)
+      state_->record(key); // the next sync, not made while the store is down, counts as skipped
+    return decision;
+  }
   if (state_->exact) {
     // Known over the limit: refused without asking the store until the next token is due.
     if (auto decision = state_->local.peek(key, now); !decision.allowed)
@@ -209,7 +215,8 @@ std::optional<rate_limiter::decision> shared_limit::take(std::string_view key,
   return decision;
 }
 
-void shared_limit::ask(const std::string& key, std::function<void(rate_limiter::decision)> done) const {
+void shared_limit::ask(const std::string& key, std::function<void(rate_limiter::decision)> done,
+                       const std::shared_ptr<store_budget>& budget) const {
   auto& st = *state_;
   std::vector<std::string> argv{"EVAL", decide_script, "1", st.key_prefix + store_key_hash(key),
                                 micros_text(st.interval_us), micros_text(st.tolerance_us)};
@@ -228,7 +235,8 @@ void shared_limit::ask(const std::string& key, std::function<void(rate_limiter::
                    done(decision ? *decision
                                  : self->fallback_limiter()->take(key, std::chrono::steady_clock::now()));
                    return result != store_result::ok || decision.has_value();
-                 });
+                 },
+                 budget);
 }
 
 bool shared_limit::exact() const {

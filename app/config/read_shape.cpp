@@ -11,11 +11,15 @@ namespace {
 constexpr std::string_view answer_keys[] = {"degraded", "warnings"};
 
 /// A string that is exactly `{s}` or `{s.a.b}` with `s` written as a section name is a hole;
-/// any other string (other text around it, `{}`, `{Not a name}`) is literal.
+/// any other string (other text around it, `{}`, `{Not a name}`, two placeholders such as
+/// `{a.x} {a.y}`) is literal.
 std::optional<field_path> placeholder_of(const std::string& text) {
   if (text.size() < 3 || text.front() != '{' || text.back() != '}')
     return std::nullopt;
-  std::optional<field_path> path = parse_dotted(std::string_view(text).substr(1, text.size() - 2));
+  const std::string_view inside = std::string_view(text).substr(1, text.size() - 2);
+  if (inside.find_first_of("{}") != std::string_view::npos)
+    return std::nullopt;
+  std::optional<field_path> path = parse_dotted(inside);
   if (!path || !is_section_name(path->front()))
     return std::nullopt;
   return path;

@@ -60,13 +60,12 @@ grpc::conversion grpc_data_of(const std::vector<std::string>& messages, const gr
   const auto& output = *call.plan->method->output_type();
   auto data = nlohmann::json::array();
   for (const auto& bytes : messages) {
-    auto json = grpc::decode_message(types, output, bytes);
+    auto json = grpc::decode_message_value(types, output, bytes);
     if (!json.ok) {
       out.error = "grpc answer: " + json.error;
       return out;
     }
-    auto value = nlohmann::json::parse(json.text, nullptr, false);
-    data.push_back(fields.empty() ? std::move(value) : project_fields(value, fields));
+    data.push_back(fields.empty() ? std::move(json.value) : project_fields(json.value, fields));
   }
   if (!call.plan->server_streaming() && data.size() != 1) { // the reader never lets this by
     out.error = "grpc answer: a unary method answered OK with " + std::to_string(data.size()) + " messages";

@@ -111,6 +111,7 @@ request_dispatch::serve(const std::shared_ptr<const serving_config>& serving, ad
                             record.trace());
   if (const auto& auth = cfg.routes[route_index].auth)
     set_claims(inbound, auth->jwt, std::move(request.claims));
+  inbound.store_time = std::move(request.shared_store_time());
   if (request.body_json) { // a write route's body: what its placeholders and its HTTP write read
     inbound.body = std::move(request.body_json);
     inbound.body_text = std::move(body);

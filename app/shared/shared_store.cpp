@@ -3,6 +3,7 @@
 #include <fstream>
 #include <random>
 #include <stdexcept>
+#include <tuple>
 
 #include <netdb.h>
 #include <sys/socket.h>
@@ -172,7 +173,8 @@ void shared_store::stop() {
   });
 }
 
-void shared_store::call(store_op op, const std::vector<std::string>& argv, store_done done) {
+void shared_store::call(store_op op, const std::vector<std::string>& argv, store_done done,
+                        const std::shared_ptr<store_budget>& budget) {
   const auto loop = loops_ ? loops_->current() : std::nullopt;
   if (!loop || *loop >= parts_.size() || parts_[*loop]->stopped) {
     if (figures_)
@@ -180,16 +182,34 @@ void shared_store::call(store_op op, const std::vector<std::string>& argv, store
     return; // not on a loop of this store, or stopped: the loop is going, nobody waits
   }
   auto& part = *parts_[*loop];
-  if (now_ns() < open_until_ns_.load(std::memory_order_relaxed)) {
+  const auto skip = [&] {
     finished(op, store_result::skipped);
     boost::asio::post(part.loop, [done = std::move(done)] { done(store_result::skipped, resp_value{}); });
-    return;
+  };
+  // Not asked: the breaker is open, or there is no connection to ask on (a store down from the
+  // start, or reconnecting).
+  if (now_ns() < open_until_ns_.load(std::memory_order_relaxed) || !part.connection->ready())
+    return skip();
+  auto timeout = cfg_.timeout;
+  std::shared_ptr<store_budget::lease> lease;
+  if (budget) { // the request's operations together wait at most timeout_ms
+    std::tie(timeout, lease) = budget->begin();
+    if (!lease)
+      return skip();
   }
-  part.connection->command(argv, [this, op, done = std::move(done)](store_result result,
-                                                                    const resp_value& value) {
-    const bool usable = done(result, value);
-    finished(op, result == store_result::ok && !usable ? store_result::error : result);
-  });
+  part.connection->command(
+      argv,
+      [this, op, done = std::move(done), lease = std::move(lease)](store_result result,
+                                                                  const resp_value& value) {
+        const bool usable = done(result, value);
+        finished(op, result == store_result::ok && !usable ? store_result::error : result);
+      },
+      timeout);
+}
+
+void shared_store::skipped(store_op op) {
+  if (figures_)
+    figures_->count(op, store_result::skipped);
 }
 
 void shared_store::finished(store_op op, store_result result) {

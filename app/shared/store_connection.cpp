@@ -173,7 +173,8 @@ void store_connection::handshake() {
                        if (self->on_state_)
                          self->on_state_(true, "");
                      }
-                   }));
+                   }),
+         endpoint_.timeout);
   }
 }
 
@@ -218,16 +219,18 @@ void store_connection::reconnect_later() {
   });
 }
 
-void store_connection::command(const std::vector<std::string>& argv, store_callback done) {
+void store_connection::command(const std::vector<std::string>& argv, store_callback done,
+                               std::chrono::milliseconds timeout) {
   auto op = std::make_shared<pending>(loop_, std::move(done));
   if (!ready_ || !context_) {
     boost::asio::post(loop_, [op] { op->finish(store_result::error, resp_value{}); });
     return;
   }
-  send(argv, std::move(op));
+  send(argv, std::move(op), std::min(timeout, endpoint_.timeout));
 }
 
-void store_connection::send(const std::vector<std::string>& argv, std::shared_ptr<pending> op) {
+void store_connection::send(const std::vector<std::string>& argv, std::shared_ptr<pending> op,
+                            std::chrono::milliseconds timeout) {
   std::vector<const char*> pieces;
   std::vector<std::size_t> lengths;
   pieces.reserve(argv.size());
@@ -244,7 +247,7 @@ void store_connection::send(const std::vector<std::string>& argv, std::shared_pt
     boost::asio::post(loop_, [op] { op->finish(store_result::error, resp_value{}); });
     return;
   }
-  op->timer.expires_after(endpoint_.timeout);
+  op->timer.expires_after(timeout);
   op->timer.async_wait([op](auto ec) {
     if (!ec)
       op->finish(store_result::timeout, resp_value{});

@@ -53,8 +53,11 @@ public:
   void close();
 
   /// Sends one command; `done` runs on this loop exactly once: with the answer, with `error`
-  /// (no connection, an error answer, a broken one), or with `timeout` after endpoint.timeout.
-  void command(const std::vector<std::string>& argv, store_callback done);
+  /// (no connection, an error answer, a broken one), or with `timeout` after `timeout` (at most
+  /// endpoint.timeout: a request's store budget may leave less).
+  void command(const std::vector<std::string>& argv, store_callback done, std::chrono::milliseconds timeout);
+  /// Connected, and the handshake answered: a command is sent at once.
+  bool ready() const { return ready_ && context_ != nullptr; }
 
   bool connected() const { return ready_; }
 
@@ -77,7 +80,7 @@ private:
   void reconnect_later();
   void arm_read();
   void arm_write();
-  void send(const std::vector<std::string>& argv, std::shared_ptr<pending> op);
+  void send(const std::vector<std::string>& argv, std::shared_ptr<pending> op, std::chrono::milliseconds timeout);
 
   boost::asio::io_context& loop_;
   store_endpoint endpoint_;

@@ -85,6 +85,29 @@ TEST_CASE("shape: the page's own object, fields trimmed and counted", "[shape]")
              {"related", related}, {"degraded", false}, {"warnings", json::array()}});
 }
 
+TEST_CASE("shape: only a string that is exactly one placeholder is replaced, other text stands as written",
+          "[shape]") {
+  test_server down;
+  serve_books(down);
+  auto cfg = book_route(down);
+  cfg["routes"][0]["shape"] = {{"t1", "{meta.title}"},
+                               {"t2", "{meta.title} {meta.author}"},
+                               {"t3", "by {meta.author}"},
+                               {"t4", "{}"},
+                               {"t5", "{meta.title}}"},
+                               {"t6", {"{meta.isbn}", "{{meta.isbn}}"}}};
+  running_gateway gw{cfg};
+  const auto page = body_of(gw.get("/books/978-7-111-12345-6"));
+  CHECK(page == json{{"t1", "服务端通信工程"},
+                     {"t2", "{meta.title} {meta.author}"},
+                     {"t3", "by {meta.author}"},
+                     {"t4", "{}"},
+                     {"t5", "{meta.title}}"},
+                     {"t6", {"978-7-111-12345-6", "{{meta.isbn}}"}},
+                     {"degraded", false},
+                     {"warnings", json::array()}});
+}
+
 TEST_CASE("shape: degraded with stable codes, the seed's book page exactly", "[shape]") {
   test_server down;
   serve_books(down);

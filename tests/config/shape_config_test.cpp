@@ -110,13 +110,15 @@ TEST_CASE("a shape is compiled once into literal pieces and holes, in the order 
   const auto loaded = gather::load_config(R"({"routes": [{"path": "/books/{isbn}", "sections": [
       {"name": "meta", "url": "http://h/m/{isbn}", "timeout_ms": 300, "required": true},
       {"name": "stock", "url": "http://h/s/{isbn}", "timeout_ms": 300, "fallback_from": "meta"}],
-      "shape": {"z": "{stock.stock}", "a": ["x {meta}", "{meta.author.name}", {"k": "{}"}], "m": "{meta}"}}]})");
+      "shape": {"z": "{stock.stock}", "a": ["x {meta}", "{meta.author.name}", {"k": "{}"}], "m": "{meta}",
+                "t": "{meta.x} {stock.y}"}}]})");
   REQUIRE(loaded.value);
   const auto& shape = loaded.value->routes[0].shape;
   REQUIRE(shape);
   CHECK(shape->has_members);
   CHECK(shape->literals ==
-        std::vector<std::string>{R"({"z":)", R"(,"a":["x {meta}",)", R"(,{"k":"{}"}],"m":)", ""});
+        std::vector<std::string>{R"({"z":)", R"(,"a":["x {meta}",)", R"(,{"k":"{}"}],"m":)",
+                                 R"(,"t":"{meta.x} {stock.y}")"});
   REQUIRE(shape->holes.size() == 3);
   CHECK(shape->holes[0].section == 1);
   CHECK(shape->holes[0].field == gather::field_path{"stock"});

@@ -41,6 +41,8 @@ struct section_call {
   millis cache_ttl{0};
   millis stale_ttl{0};
   bool cache_shared = false; ///< entries kept in the shared store too (docs/shared.md)
+  /// The request's time with the shared store, which its store operations spend (null: none).
+  std::shared_ptr<store_budget> store_time;
   /// The route section's bulkhead, circuit, latencies and retry budget. Null for a node's call:
   /// it is no route section of the node's; the gateway that sent it guards and counts it.
   section_guard* guard = nullptr;

@@ -18,6 +18,8 @@
 
 #include <cstddef>
 #include <optional>
+
+#include "gather/values/store_budget.hpp"
 #include <string>
 #include <memory>
 #include <vector>
@@ -68,11 +70,17 @@ struct admission_request {
   /// Null, or what the request waits for before it starts (a shared limit's exact mode asking the
   /// store): the coordinator waits for it, and ends the request with its 429 if it refuses.
   std::shared_ptr<start_gate> gate;
+  /// The request's time with the shared store (store_budget.hpp): null until a check asks the
+  /// store or the request starts (shared_store_time).
+  std::shared_ptr<store_budget> store_time;
 
   /// The matched route, or null.
   const route_config* route() const;
   /// The matched route's index, or the number of routes (the metrics' no_route).
   std::size_t route_index() const;
+  /// `store_time`, made on first use: what every store operation of the request spends, the
+  /// shared limit's and, once started, its sections'. Null when the generation has no store.
+  std::shared_ptr<store_budget>& shared_store_time();
 };
 
 /// Runs the checks in order; the first refusal ends the request. nullopt: admitted (on the first

@@ -19,6 +19,7 @@
 
 #include "gather/admission/rate_limiter.hpp"
 #include "gather/config/config.hpp"
+#include "gather/values/store_budget.hpp"
 
 namespace gather {
 
@@ -43,7 +44,8 @@ public:
   /// Exact mode: one atomic decision in the store (one script, the store's clock; the decisions
   /// of one loop turn leave in one write). Call it on a loop's thread: `done` runs there once,
   /// within the store's timeout_ms; without the store's answer the local bucket of rate/G decides.
-  void ask(const std::string& key, std::function<void(rate_limiter::decision)> done) const;
+  void ask(const std::string& key, std::function<void(rate_limiter::decision)> done,
+           const std::shared_ptr<store_budget>& budget) const;
 
   bool exact() const;
 

@@ -59,4 +59,18 @@ conversion encode_message(const message_types& types, const google::protobuf::De
 conversion decode_message(const message_types& types, const google::protobuf::Descriptor& type,
                           std::string_view bytes);
 
+struct decoded {
+  bool ok = false;
+  nlohmann::json value; ///< the message as JSON, when ok
+  std::string error;    ///< why not, for the log
+};
+/// decode_message's JSON as a value (no text to parse again): the message parsed, then written
+/// through reflection, or by protobuf's printer for the few types the writer leaves to it.
+decoded decode_message_value(const message_types& types, const google::protobuf::Descriptor& type,
+                             std::string_view bytes);
+/// protobuf's printer alone (BinaryToJsonString with the same choices): what decode_message
+/// gave before its writer, kept for what the writer leaves to it and to check the two agree.
+conversion decode_message_printed(const message_types& types, const google::protobuf::Descriptor& type,
+                                  std::string_view bytes);
+
 } // namespace gather::grpc

@@ -24,6 +24,7 @@
 #include "gather/runtime/io_loops.hpp"
 #include "gather/shared/resp_value.hpp"
 #include "gather/values/shared_figures.hpp"
+#include "gather/values/store_budget.hpp"
 
 namespace gather {
 
@@ -54,9 +55,14 @@ public:
   /// Closes every connection on its loop and returns when done. Never from a loop's thread.
   void stop();
 
-  /// Sends `argv` on the calling loop's connection, unless the store counts as down (then
-  /// `skipped` at once). Call it on a loop's thread; `done` runs there, later, exactly once.
-  void call(store_op op, const std::vector<std::string>& argv, store_done done);
+  /// Sends `argv` on the calling loop's connection, unless the store counts as down (the
+  /// breaker open, or no connection) or `budget` (the request's, when the operation is made for
+  /// one) is spent: then `skipped` at once. The operation waits at most timeout_ms, and at most
+  /// what is left of `budget`. Call it on a loop's thread; `done` runs there, later, exactly once.
+  void call(store_op op, const std::vector<std::string>& argv, store_done done,
+            const std::shared_ptr<store_budget>& budget = nullptr);
+  /// Counts an operation its caller did not make because the store is down (`skipped`).
+  void skipped(store_op op);
 
   /// The connection of loop 0 answers and the breaker is closed.
   bool up() const;

@@ -13,6 +13,10 @@
 #include "gather/values/trace_context.hpp"
 
 namespace gather {
+class store_budget; // gather/values/store_budget.hpp
+}
+
+namespace gather {
 
 using steady_time = std::chrono::steady_clock::time_point;
 
@@ -32,6 +36,8 @@ struct inbound_request {
   /// DELETE came without one), and its bytes as they came (an HTTP write's default body).
   std::shared_ptr<const nlohmann::json> body;
   std::string body_text;
+  /// Null without a shared store; else every store operation of this request spends from it.
+  std::shared_ptr<store_budget> store_time;
 
   /// First value of a query parameter / header (header name lower-case), "" when absent.
   std::string query_value(const std::string& name) const;
