@@ -18,6 +18,9 @@ std::optional<refusal> check_overload(admission_request& request); // 503, takes
 std::optional<refusal> check_batch_body(admission_request& request); // 400, reads the items
 std::optional<refusal> check_write_body(admission_request& request); // 400, parses a write route's body
 
+/// The head says a body follows: a Transfer-Encoding, or a Content-Length other than 0.
+bool has_body(const request_head& head);
+
 /// The methods of the routes that share the matched route's path: "GET", "GET, POST", ...
 std::string allowed_methods(const admission_request& request);
 

@@ -7,16 +7,12 @@
 
 namespace gather {
 
-namespace {
-
 bool has_body(const request_head& head) {
   if (head.has_header("transfer-encoding"))
     return true;
   const auto& length = head.header("content-length");
   return !length.empty() && length.find_first_not_of('0') != std::string::npos;
 }
-
-} // namespace
 
 std::optional<refusal> check_route(admission_request& request) {
   if (!request.match)

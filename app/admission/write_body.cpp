@@ -1,11 +1,10 @@
-// A write route's body checks (docs/api.md#write-routes): its media type on the head (415), then
-// the body itself once read (400), parsed here once for every placeholder that reads it.
+// A write route's body (docs/api.md#write-routes), parsed once: what the body check
+// (write_body_check.cpp) runs, and the fuzz target fuzz/fuzz_write_body.cpp.
 #include "gather/admission/write_body.hpp"
 
+#include <cctype>
 #include <set>
 #include <vector>
-
-#include "checks.hpp"
 
 namespace gather {
 
@@ -80,19 +79,6 @@ private:
   std::string problem_;
 };
 
-bool has_body(const request_head& head) {
-  if (head.has_header("transfer-encoding"))
-    return true;
-  const auto& length = head.header("content-length");
-  return !length.empty() && length.find_first_not_of('0') != std::string::npos;
-}
-
-/// A route that reads the client's body: a write route, or any route of a method other than GET
-/// (not a batch route, whose body check is its own).
-bool takes_body(const route_config& route) {
-  return route.method != "GET" && !route.batch;
-}
-
 } // namespace
 
 write_body parse_write_body(std::string_view text) {
@@ -127,40 +113,6 @@ bool is_json_media_type(std::string_view content_type) {
     if (std::tolower(static_cast<unsigned char>(type[i])) != json_type[i])
       return false;
   return true;
-}
-
-std::optional<refusal> check_media_type(admission_request& request) {
-  if (!takes_body(*request.route()))
-    return std::nullopt;
-  const bool body = request.body ? !request.body->empty() : has_body(request.head);
-  if (!body || is_json_media_type(request.head.header("content-type")))
-    return std::nullopt;
-  return refusal{error_reply(415, "unsupported_media_type", request.request_id, {},
-                             "the body must be sent as Content-Type: application/json"),
-                 "write body: Content-Type " + request.head.header("content-type").substr(0, 64)};
-}
-
-std::optional<refusal> check_write_body(admission_request& request) {
-  const auto& route = *request.route();
-  if (!takes_body(route) || !request.body)
-    return std::nullopt;
-  std::string problem;
-  if (request.body->empty()) {
-    if (route.method == "DELETE")
-      return std::nullopt; // a DELETE alone may come without a body
-    problem = "this route needs a JSON body";
-  } else {
-    // Parsed here, on the I/O thread: a 400 costs no actor, and every placeholder reads this one.
-    auto parsed = parse_write_body(*request.body);
-    if (parsed.problem.empty()) {
-      request.body_json = std::move(parsed.value);
-      return std::nullopt;
-    }
-    problem = std::move(parsed.problem);
-  }
-  request.slot.release();
-  return refusal{error_reply(400, "bad_request", request.request_id, {}, problem),
-                 "bad write body: " + problem};
 }
 
 } // namespace gather
