@@ -17,7 +17,9 @@
 // Life: spawn the workers of every section that depends on nothing; on each outcome start the
 // sections it unblocked (or mark them `skipped`); answer as soon as every section has ended, a
 // required section has failed, or the deadline message comes (still-running sections become
-// `timeout`, waiting ones `skipped`); then quit. As its state goes, it sends an exit to the workers
+// `timeout`, waiting ones `skipped`); then quit. A write route's write (write_part.hpp) is its last
+// section, which every other waits for: it runs first and alone, and once sent only its timeout or
+// the deadline ends it (the state's end leaves it running: the client going does not cancel it). As its state goes, it sends an exit to the workers
 // still running, which cancel their downstream calls; a reply arriving later lands on a dead mailbox.
 //
 // A progressive answer (job.format ndjson or sse) lives the same life; each section's event is
@@ -43,6 +45,7 @@
 #include "gather/ops/metrics.hpp"
 #include "gather/config/url_template.hpp"
 #include "grpc_section_part.hpp"
+#include "write_part.hpp"
 
 #include <variant>
 
@@ -196,10 +199,8 @@ std::optional<std::string> resolve(coordinator_state& st, const url_part& part) 
 /// A placeholder's value for a gRPC message: text from the inbound request, a scalar of another
 /// section's data with its own JSON type.
 std::optional<nlohmann::json> resolve_value(coordinator_state& st, const url_part& part) {
-  if (part.what != url_part::kind::section) {
-    auto text = inbound_value(part, st.job->inbound);
-    return text ? std::optional<nlohmann::json>(std::move(*text)) : std::nullopt;
-  }
+  if (part.what != url_part::kind::section) // a body's field keeps its JSON type
+    return inbound_json_value(part, st.job->inbound);
   const auto* data = data_of(st, part.section);
   const auto* field = data ? find_field(*data, part.field) : nullptr;
   if (!field || !(field->is_string() || field->is_number() || field->is_boolean()))
@@ -217,7 +218,8 @@ void launch(coordinator_ptr self, std::size_t i) {
   if (section.grpc) {
     url.emplace();
     auto part = grpc_section_part(*st.job->serving, st.job->route_index, i, *section.grpc,
-                                  [&](const url_part& part) { return resolve_value(st, part); }, *url);
+                                  [&](const url_part& part) { return resolve_value(st, part); }, *url,
+                                  section.write);
     if (auto* ended = std::get_if<section_outcome>(&part))
       return finish(st, i, std::move(*ended));
     grpc = std::move(std::get<0>(part));
@@ -232,6 +234,10 @@ void launch(coordinator_ptr self, std::size_t i) {
     call.work.url = section.grpc->target;
     call.grpc = std::move(grpc);
   }
+  if (!section.write)
+    keep_idempotency_key_from_reads(call, section);
+  else if (auto ended = prepare_write(call, section, st.job->inbound))
+    return finish(st, i, std::move(*ended));
   auto worker = self->spawn(section_worker, caf::actor_cast<caf::actor>(self),
                             std::ref(st.job->services), st.job->serving, std::move(call));
   st.workers[i] = worker;
@@ -295,6 +301,10 @@ void on_deadline(coordinator_ptr self) {
     if (st.phases[i] == phase::waiting) {
       finish(st, i, skipped("deadline passed while waiting for a dependency"));
     } else if (st.phases[i] == phase::running) {
+      if (st.job->route->sections[i].write) { // the deadline ends a write (the client's going does not)
+        self->send_exit(st.workers[i], caf::exit_reason::user_shutdown);
+        st.workers[i] = nullptr;
+      }
       section_outcome outcome;
       outcome.status = section_status::timeout;
       outcome.attempts = st.progress->calls_started(i); // counted by the workers
@@ -332,9 +342,10 @@ coordinator_state::~coordinator_state() {
   // Sections cut short by the answer: their workers cancel their calls and quit. (A message only
   // to those still running, where a monitor per worker cost every worker an attachment to the
   // coordinator and the coordinator's exit a down message per worker, ended or not.)
-  for (const auto& worker : workers)
-    if (worker)
-      caf::anon_send_exit(worker, caf::exit_reason::user_shutdown);
+  // A write once sent is not cancelled (its timeout, bounded by the deadline, ends it).
+  for (std::size_t i = 0; i < workers.size(); ++i)
+    if (workers[i] && !(job && job->route->sections[i].write))
+      caf::anon_send_exit(workers[i], caf::exit_reason::user_shutdown);
   if (!job)
     return;
   job->services.stats.coordinators.fetch_sub(1, std::memory_order_relaxed);

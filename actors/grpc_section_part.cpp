@@ -7,10 +7,43 @@
 
 namespace gather {
 
+namespace {
+
+/// A write's body that its message cannot hold: no call, the client told which field.
+section_outcome bad_body(const grpc_call_config& grpc, const std::string& why) {
+  section_outcome out;
+  out.status = section_status::rejected;
+  out.not_made = not_made_reason::bad_body;
+  out.detail = "the body does not fit " + grpc.full_method() + "'s request: " + why;
+  return out;
+}
+
+/// "message.a.b: why" as the client wrote it: "body.x: why" when the field is a whole `{body.x}`
+/// (or the whole body is the message).
+std::string body_named(const grpc_call_config& grpc, const std::string& problem) {
+  const auto colon = problem.find(": ");
+  const auto path = problem.substr(0, colon);
+  for (const auto& placeholder : grpc.placeholders) {
+    if (!placeholder.whole || placeholder.text.parts.front().what != url_part::kind::body)
+      continue;
+    std::string at = "message" + placeholder.pointer; // "/a/b" -> "message.a.b"
+    std::replace(at.begin() + 7, at.end(), '/', '.');
+    if (path.rfind(at, 0) != 0 || (path.size() > at.size() && path[at.size()] != '.' && path[at.size()] != '['))
+      continue;
+    std::string body = "body";
+    for (const auto& key : placeholder.text.parts.front().field)
+      body += "." + key;
+    return body + path.substr(at.size()) + problem.substr(colon);
+  }
+  return problem;
+}
+
+} // namespace
+
 std::variant<std::shared_ptr<const grpc_call_part>, section_outcome>
 grpc_section_part(const serving_config& serving, std::size_t route, std::size_t index,
                   const grpc_call_config& grpc, const grpc::value_resolver& resolve,
-                  std::string& cache_text) {
+                  std::string& cache_text, bool write) {
   auto catalog = serving.descriptors();
   const auto* plan = catalog ? &catalog->sections[route][index] : nullptr;
   section_outcome refused;
@@ -23,6 +56,8 @@ grpc_section_part(const serving_config& serving, std::size_t route, std::size_t 
     return refused;
   }
   auto message = grpc::render_message(grpc, (*plan)->as_text, resolve);
+  if (!message && write)
+    return bad_body(grpc, "a value the body gives is not one the message can hold as text");
   if (!message) {
     section_outcome skipped;
     skipped.status = section_status::skipped;
@@ -31,6 +66,10 @@ grpc_section_part(const serving_config& serving, std::size_t route, std::size_t 
   }
   const grpc::message_types types{*catalog->resolver, *catalog->factory};
   auto bytes = grpc::encode_message(types, *(*plan)->method->input_type(), *message);
+  if (!bytes.ok && write) {
+    const auto problems = message_problems(*message, *(*plan)->method->input_type(), "message");
+    return bad_body(grpc, problems.empty() ? bytes.error : body_named(grpc, problems.front()));
+  }
   if (!bytes.ok) {
     refused.detail = "grpc message: " + bytes.error;
     return refused;

@@ -20,9 +20,11 @@ struct serving_config;
 /// cache key is made of (the target, the method and the rendered message); or, when the call
 /// cannot be made, the section's end with no call (`error` with its reason for the log, or
 /// `skipped` when a value the message reads is missing). `resolve` gives each placeholder's value.
+/// A write (`write`) whose body does not fit its message ends `rejected` with not_made
+/// `bad_body` and a detail naming the field, fit for the client's 400.
 std::variant<std::shared_ptr<const grpc_call_part>, section_outcome>
 grpc_section_part(const serving_config& serving, std::size_t route, std::size_t index,
                   const grpc_call_config& grpc, const grpc::value_resolver& resolve,
-                  std::string& cache_text);
+                  std::string& cache_text, bool write = false);
 
 } // namespace gather

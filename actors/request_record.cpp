@@ -87,7 +87,9 @@ void request_record::finish(int status, const std::vector<section_config>& secti
   if (sinks_.counters)
     for (std::size_t i = 0; i < outcomes.size(); ++i)
       sinks_.counters->section_done(route_, i, outcomes[i],
-                                    status == 200 && outcomes[i].status != section_status::ok);
+                                    // a write route's page is a 201 or 202 too
+                                    (status == 200 || status == 201 || status == 202) &&
+                                      outcomes[i].status != section_status::ok);
   log_request(request_id_, trace_id(), route_label(), status, ms, sections, outcomes, to_string(proto_), client_);
 }
 

@@ -65,6 +65,13 @@ section_call_request call_request_of(const section_call& call, millis left, stea
   request.http2 = work.http2;
   request.grpc = call.grpc;
   request.deadline_header = work.deadline_header;
+  if (work.write) { // a route's write (docs/api.md#write-routes)
+    request.write = true;
+    request.pass_errors = work.pass_errors;
+    if (!work.method.empty())
+      request.method = work.method;
+    request.body = work.body;
+  }
   request.header_lines = header_block(
       work.headers, work.deadline_header.empty() || call.grpc // gRPC says it in grpc-timeout
                         ? std::string{}

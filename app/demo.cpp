@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "demo/book_service.hpp"
+#include "demo/cart.hpp"
 
 namespace gather {
 
@@ -45,8 +46,9 @@ int bind_refusing_port(int& fd) {
   return ntohs(addr.sin_port);
 }
 
-/// A directory of its own under $TMPDIR (else /tmp) holding linkd/v3/library.proto, the .proto
-/// the demo's gRPC sections are compiled from; removed when the demo stops.
+/// A directory of its own under $TMPDIR (else /tmp) holding linkd/v3/library.proto and
+/// shop/v1/cart.proto, the .proto files the demo's gRPC calls are compiled from; removed when the
+/// demo stops.
 std::filesystem::path write_proto() {
   const char* tmp = std::getenv("TMPDIR");
   std::string dir = std::string(tmp && *tmp ? tmp : "/tmp") + "/gather-demo-XXXXXX";
@@ -55,8 +57,11 @@ std::filesystem::path write_proto() {
   std::filesystem::create_directories(std::filesystem::path(dir) / "linkd/v3");
   std::ofstream out{std::filesystem::path(dir) / "linkd/v3/library.proto"};
   out << demo_book_service::proto_text();
-  if (!out.flush())
-    throw std::runtime_error("demo downstreams: cannot write the book service's .proto in " + dir);
+  std::filesystem::create_directories(std::filesystem::path(dir) / "shop/v1");
+  std::ofstream cart{std::filesystem::path(dir) / "shop/v1/cart.proto"};
+  cart << demo_cart::proto_text();
+  if (!out.flush() || !cart.flush())
+    throw std::runtime_error("demo downstreams: cannot write the gRPC services' .proto files in " + dir);
   return dir;
 }
 
@@ -239,6 +244,18 @@ std::string demo_downstreams::config_json(const std::string& listen) const {
     {"book", {{"isbn", "{meta.isbn}"}, {"title", "{meta.title}"}, {"author", "{meta.author}"},
               {"stock", "{stock.stock}"}}},
     {"related", "{related}"}};
+  // The book page's "add to cart": a write route. AddItem (gRPC, the body's isbn and quantity in
+  // its message, its refusals passed on) runs first and alone; then the cart is read back.
+  const auto cart_call = [&](const char* method, nlohmann::ordered_json message) {
+    return nlohmann::ordered_json{{"target", library}, {"method", std::string("shop.v1.Cart/") + method},
+                                  {"message", std::move(message)}};
+  };
+  nlohmann::ordered_json add_to_cart = {
+    {"name", "add"}, {"timeout_ms", 300}, {"pass_errors", true},
+    {"grpc", cart_call("AddItem", {{"cart_id", "{cart}"}, {"sku", "{body.isbn}"}, {"quantity", "{body.quantity}"}})}};
+  nlohmann::ordered_json cart_reads = nlohmann::ordered_json::array({
+    {{"name", "cart"}, {"required", true}, {"timeout_ms", 300}, {"grpc", cart_call("GetCart", {{"cart_id", "{cart}"}})}},
+  });
   nlohmann::ordered_json orders = {{"url", base + "/orders/{item}"}, {"max_items", 100}, {"concurrency", 8},
                            {"timeout_ms", 400}, {"retry", {{"attempts", 2}, {"backoff_ms", 50}}},
                            {"deadline_ms", 2000}};
@@ -247,12 +264,14 @@ std::string demo_downstreams::config_json(const std::string& listen) const {
     // The progressive page is served from the downstreams' origin: a browser client on another origin.
     {"cors", {{"allow_origins", {"http://127.0.0.1:" + std::to_string(impl_->port)}}, {"expose_headers", {"x-request-id"}}}},
     {"compression", {{"min_bytes", 1024}, {"encodings", {"br", "gzip"}}}},
-    {"protos", {{"files", {"linkd/v3/library.proto"}}, {"import_paths", {impl_->protos.string()}}}},
+    {"protos", {{"files", {"linkd/v3/library.proto", "shop/v1/cart.proto"}}, {"import_paths", {impl_->protos.string()}}}},
     {"routes",
      {{{"path", "/products/{id}"}, {"deadline_ms", 800}, {"sections", product}},
       {{"path", "/pages/{id}"}, {"deadline_ms", 800}, {"sections", page_sections}, {"shape", page_shape}},
       {{"path", "/delivery/{id}"}, {"deadline_ms", 800}, {"sections", delivery}},
       {{"path", "/books/{isbn}"}, {"deadline_ms", 800}, {"sections", book}, {"shape", book_shape}},
+      {{"path", "/carts/{cart}/items"}, {"method", "POST"}, {"deadline_ms", 800}, {"write", add_to_cart},
+       {"sections", cart_reads}},
       {{"path", "/orders/status"}, {"batch", orders}}}},
   };
   return cfg.dump(2);
@@ -262,7 +281,7 @@ std::string demo_downstreams::banner() const {
   // Every curl line below is run as printed, and what its comment claims is checked, by
   // tests/app/demo_test.cpp; the progressive page is loaded by headless Chromium there too.
   std::string text = R"(
-Gather demo: five routes on simulated downstreams (reviews is slow, shop is flaky, carrier is down; books call gRPC).
+Gather demo: six routes on simulated downstreams (reviews is slow, shop is flaky, carrier is down; books and the cart call gRPC).
 Try:
   curl -s {base}/products/42            # degraded: reviews times out (its fallback shows); flaky shop is retried
   curl -N -H 'Accept: application/x-ndjson' {base}/products/42   # progressive: a line per section as it ends, the slow reviews at its timeout
@@ -280,6 +299,9 @@ Try:
   curl -N -H 'Accept: application/x-ndjson' {base}/books/978-7-111-12345-6   # the same page with each section's status: a line per section, the page last
   curl -si {base}/books/0-00             # GetBook (required) answers NOT_FOUND: the page is 404 not_found
   curl -s {base}/books/978-7-111-12345-9   # SearchBooks hangs: related is cancelled at its 300 ms, degraded to [], warnings ["related_unavailable"]
+  curl -s -H 'Content-Type: application/json' -d '{"isbn": "978-7-111-12345-7", "quantity": 1}' {base}/carts/c1/items   # add to cart: AddItem (a gRPC write) first and alone, then the cart read back
+  curl -si -H 'Content-Type: application/json' -d '{"isbn": "978-7-111-12345-7", "quantity": 5}' {base}/carts/c1/items   # 409 rejected: out of stock, the cart service's message as "detail"
+  curl -si -H 'Content-Type: application/json' -d '{"isbn": "978-7-111-12345-7", "quantity": "two"}' {base}/carts/c1/items   # 400 bad_request: the body does not fit AddItem's message (body.quantity), no call made
   curl -s {base}/healthz
   curl -s {base}/metrics                # Prometheus text: every counter and histogram
 Dashboard: {base}/dashboard (open it in a browser)

@@ -6,7 +6,8 @@
 #                                   shape (S1 shaped against S1 unshaped, ROUNDS interleaved), and
 #                                   s0_h2 s1_h2 (h2c with h2load), curve_sections curve_body curve_idle
 #                                   curve_inflight (bench/curves.sh), book (the seed's book page over
-#                                   gRPC) and grpc_call (one call over HTTP/1.1, HTTP/2 and gRPC; both
+#                                   gRPC), write_route (a write route against a read of the same
+#                                   three calls) and grpc_call (one call over HTTP/1.1, HTTP/2 and gRPC; both
 #                                   need build/bench/grpc_downstream), s1_dsh2 (S1's sections over
 #                                   HTTP/1.1 against HTTP/2) and s1_best (S1 with each side's best
 #                                   downstream protocol: HTTP/2 for Gather, HTTP/1.1 for a peer):
@@ -589,7 +590,7 @@ start_grpc_downstream() {
   GRPC_PID=$!
   for _ in $(seq 50); do GRPC_PORT=$(head -1 "$WORK/grpc.port" 2>/dev/null); [[ -n $GRPC_PORT ]] && break; sleep 0.1; done
   [[ -n $GRPC_PORT ]] || { echo "grpc_downstream did not start" >&2; exit 1; }
-  GRPC_TOP="{\"protos\": {\"files\": [\"linkd/v3/library.proto\"], \"import_paths\": [\"$WORK/protos\"]}}"
+  GRPC_TOP="{\"protos\": {\"files\": [\"linkd/v3/library.proto\", \"shop/v1/cart.proto\"], \"import_paths\": [\"$WORK/protos\"]}}"
 }
 
 # The seed's book page: GetBook (unary, required), SearchBooks (a stream of 10 taken to 5) and
@@ -625,6 +626,64 @@ grpc_call() {
       DS_PORT=${port[$way]} bench "call $way r$r" "$WORK/call_$way.json" "${CALL_CONNS:-16}" /p/1
     done
   done
+}
+
+# A write route against a read of the same three calls (docs/performance.md "Write routes"): POST
+# /carts/{cart}/items, whose write is the demo cart's AddItem (gRPC, the body's sku and quantity
+# in its message) and whose reads, after it, are GetCart (gRPC) and a 20 ms HTTP call; against GET
+# /p/{cart}, AddItem as a required section (its message from the path) and the same two reads
+# waiting for it (2 hops each side). Every request names a cart of its own (wrk's Lua), so every
+# AddItem succeeds. ROUNDS interleaved rounds (default 3), the medians of CPU per request.
+write_route() {
+  start_grpc_downstream
+  local g="http://127.0.0.1:$GRPC_PORT"
+  local reads="{\"name\": \"cart\", \"required\": true, \"timeout_ms\": 300,
+      \"grpc\": {\"target\": \"$g\", \"method\": \"shop.v1.Cart/GetCart\", \"message\": {\"cart_id\": \"{add.cart_id}\"}}},
+    {\"name\": \"page\", \"url\": \"@D@/d20?cart={add.cart_id}\", \"timeout_ms\": 300, \"fallback\": {}}"
+  local call="\"grpc\": {\"target\": \"$g\", \"method\": \"shop.v1.Cart/AddItem\", \"message\": {\"cart_id\": \"{cart}\","
+  GATHER_TOP=$GRPC_TOP gen_config "$WORK/write.json" 1024 "{\"path\": \"/carts/{cart}/items\", \"method\": \"POST\", \"deadline_ms\": 800,
+    \"write\": {\"name\": \"add\", \"timeout_ms\": 300, $call \"sku\": \"{body.sku}\", \"quantity\": \"{body.quantity}\"}}},
+    \"sections\": [$reads]}"
+  GATHER_TOP=$GRPC_TOP gen_config "$WORK/read.json" 1024 "{\"path\": \"/p/{cart}\", \"deadline_ms\": 800, \"sections\": [
+    {\"name\": \"add\", \"required\": true, \"timeout_ms\": 300, $call \"sku\": \"978-7-111-12345-6\", \"quantity\": 1}}},
+    $reads]}"
+  cat > "$WORK/write.lua" <<'LUA'
+-- a cart of its own per request (the run's start, the thread and a count: never one of an earlier
+-- round, whose carts the downstream still holds); counts answers that are not 200
+local threads = {}
+function setup(thread) table.insert(threads, thread); thread:set("tid", #threads) end
+function init(args) non200 = 0; n = 0; seed = os.time() .. "-" .. tid end
+request = function()
+  n = n + 1
+  local cart = "c" .. seed .. "-" .. n
+  if wrk.method == "POST" then
+    return wrk.format("POST", "/carts/" .. cart .. "/items", {["Content-Type"] = "application/json"},
+                      '{"sku": "978-7-111-12345-6", "quantity": 1}')
+  end
+  return wrk.format("GET", "/p/" .. cart)
+end
+function response(status, headers, body) if status ~= 200 then non200 = non200 + 1 end end
+function done(summary, latency, requests)
+  local a = 0
+  for _, t in ipairs(threads) do a = a + t:get("non200") end
+  io.write(string.format("LUA not 200: %d\n", a))
+end
+LUA
+  cp "$WORK/write.lua" "$WORK/write_post.lua"
+  sed -i '1a wrk.method = "POST"' "$WORK/write_post.lua"
+  # WRITE_SIDES: which rows (default both; "read" for a peer without write routes)
+  local r cpus0=() cpus1=() sides=${WRITE_SIDES:-read write}
+  for ((r = 1; r <= ${ROUNDS:-3}; r++)); do
+    if [[ $sides == *read* ]]; then
+      DS_PORT=$GRPC_PORT bench "read 3 calls r$r" "$WORK/read.json" "${WRITE_CONNS:-16}" /p/x -s "$WORK/write.lua"; cpus0+=("$ROW_CPU_US")
+    fi
+    if [[ $sides == *write* ]]; then
+      DS_PORT=$GRPC_PORT bench "write+2 reads r$r" "$WORK/write.json" "${WRITE_CONNS:-16}" /carts/x/items -s "$WORK/write_post.lua"; cpus1+=("$ROW_CPU_US")
+    fi
+  done
+  ((${#cpus0[@]} && ${#cpus1[@]})) &&
+    compare_medians read write "${cpus0[*]}" "${cpus1[*]}" "goal <= x1.0: the write path costs no more than a read"
+  return 0
 }
 
 # Cost curves (bench/curves.sh runs them side by side with the peers). Each point is a row named

@@ -16,9 +16,11 @@ constexpr check checks[] = {
   check_method,
   check_size,
   check_encoding,
+  check_media_type,
   check_gate,
   check_overload,
   check_batch_body,
+  check_write_body,
 };
 
 } // namespace

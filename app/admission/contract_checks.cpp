@@ -7,8 +7,6 @@
 
 namespace gather {
 
-namespace {
-
 bool has_body(const request_head& head) {
   if (head.has_header("transfer-encoding"))
     return true;
@@ -16,20 +14,40 @@ bool has_body(const request_head& head) {
   return !length.empty() && length.find_first_not_of('0') != std::string::npos;
 }
 
-} // namespace
-
 std::optional<refusal> check_route(admission_request& request) {
   if (!request.match)
     return refuse(404, request.request_id);
   return std::nullopt;
 }
 
+namespace {
+
+/// The routes of the matched route's path (only itself in a config made without read_routes).
+std::vector<std::size_t> path_routes(const admission_request& request) {
+  const auto& same = request.route()->same_path;
+  return same.empty() ? std::vector<std::size_t>{request.match->route} : same;
+}
+
+} // namespace
+
+std::string allowed_methods(const admission_request& request) {
+  const auto& routes = request.serving.cfg.routes;
+  std::string methods;
+  for (const auto i : path_routes(request))
+    methods += (methods.empty() ? "" : ", ") + routes[i].method;
+  return methods;
+}
+
 std::optional<refusal> check_method(admission_request& request) {
-  const char* method = request.route()->batch ? "POST" : "GET";
-  if (request.head.method == method)
-    return std::nullopt;
+  // Routes of one path and several methods: the request takes the one of its method.
+  const auto& routes = request.serving.cfg.routes;
+  for (const auto i : path_routes(request))
+    if (request.head.method == routes[i].method) {
+      request.match->route = i;
+      return std::nullopt;
+    }
   auto refused = refuse(405, request.request_id);
-  refused.reply.headers.emplace_back("Allow", method);
+  refused.reply.headers.emplace_back("Allow", allowed_methods(request));
   return refused;
 }
 

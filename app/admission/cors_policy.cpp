@@ -46,14 +46,21 @@ header_list cors_answer_headers(const cors_config& cors, std::string_view origin
 
 preflight_verdict cors_preflight(const cors_config& cors, std::string_view origin,
                                  std::string_view request_method, std::string_view request_headers,
-                                 std::string_view route_method) {
+                                 std::string_view route_methods) {
   preflight_verdict verdict;
   if (!origin_allowed(cors, origin)) {
     verdict.refusal = "origin";
     return verdict;
   }
   // A method token is case-sensitive (RFC 9110 §9.1).
-  if (trim_ows(request_method) != route_method) {
+  const auto method = trim_ows(request_method);
+  bool listed = false;
+  for (auto rest = route_methods; !rest.empty() && !listed;) {
+    const auto comma = rest.find(',');
+    listed = !method.empty() && trim_ows(rest.substr(0, comma)) == method;
+    rest = comma == std::string_view::npos ? std::string_view{} : rest.substr(comma + 1);
+  }
+  if (!listed) {
     verdict.refusal = "method";
     return verdict;
   }
@@ -72,7 +79,7 @@ preflight_verdict cors_preflight(const cors_config& cors, std::string_view origi
       asked.push_back(name);
   }
   verdict.allowed = true;
-  verdict.headers.emplace_back("Access-Control-Allow-Methods", std::string(route_method));
+  verdict.headers.emplace_back("Access-Control-Allow-Methods", std::string(route_methods));
   if (!asked.empty())
     verdict.headers.emplace_back("Access-Control-Allow-Headers", joined(asked));
   verdict.headers.emplace_back("Access-Control-Max-Age", std::to_string(cors.max_age_s));

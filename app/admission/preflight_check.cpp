@@ -14,7 +14,7 @@ std::optional<refusal> check_preflight(admission_request& request) {
     return std::nullopt; // without `cors` an OPTIONS is any other method: 405
   auto verdict = cors_preflight(*cors, head.header("origin"), head.header("access-control-request-method"),
                                 head.header("access-control-request-headers"),
-                                request.route()->batch ? "POST" : "GET");
+                                allowed_methods(request));
   if (!verdict.allowed)
     return refusal{error_reply(403, "forbidden", request.request_id, {}, "this cross-origin request is not allowed"),
                    "CORS preflight refused: " + verdict.refusal};

@@ -7,6 +7,7 @@
 #include "piece_writer.hpp"
 #include "shaped_answer.hpp"
 #include "gather/downstream/grpc_wire.hpp"
+#include "gather/answer/write_answer.hpp"
 
 namespace gather {
 
@@ -106,6 +107,19 @@ http_reply required_section_failure(const section_outcome& outcome, const std::s
 http_reply build_aggregate_reply(const route_config& route, std::vector<section_outcome>& outcomes,
                                  const std::string& request_id) {
   const auto n = route.sections.size();
+  int status = 200;
+  if (route.has_write) { // it ran first: its end decides before the reads that waited for it
+    const auto& write = outcomes.back();
+    if (write.status != section_status::ok)
+      return write_failure_reply(route.sections.back(), write, request_id);
+    bool no_body = false;
+    status = write_answer_status(route, write, no_body);
+    if (no_body) {
+      http_reply reply;
+      reply.status = 204;
+      return reply;
+    }
+  }
   for (std::size_t i = 0; i < n; ++i)
     if (route.sections[i].required && outcomes[i].status != section_status::ok)
       return required_section_failure(outcomes[i], route.sections[i].name, request_id);
@@ -131,6 +145,7 @@ http_reply build_aggregate_reply(const route_config& route, std::vector<section_
   }
 
   http_reply reply;
+  reply.status = status;
   if (route.shape) {
     const auto text_of = [&](std::size_t i) { return shows[i].text; };
     piece_writer out{reply.body, shape_bytes(*route.shape, text_of) + 2 + degraded_and_warnings_bytes(route)};

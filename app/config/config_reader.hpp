@@ -43,6 +43,8 @@ template <class List, class Value> bool contains(const List& list, const Value& 
   return std::find(std::begin(list), std::end(list), value) != std::end(list);
 }
 
+/// GET, POST, PUT, PATCH or DELETE (case-sensitive, as a method token is).
+bool is_route_method(std::string_view method);
 bool is_alpha(char c);
 bool is_digit(char c);
 /// [a-z][a-z0-9_]*: a section's name, and a `warning` code.
@@ -170,6 +172,10 @@ struct template_scope {
   std::optional<std::size_t> self;
   /// The route has `auth`: only then may the url use `{claim.NAME}`.
   bool auth = false;
+  /// The route's method takes a body: only then may a template use `{body}` and `{body.a.b}`.
+  bool body = false;
+  /// The template is the write's: it runs before every section and cannot read their data.
+  bool write = false;
 };
 
 std::string placeholder_text(std::string_view name);
@@ -196,8 +202,14 @@ void add_message_dependencies(const grpc_call_config& grpc, std::vector<std::siz
 // ---------------------------------------------------------------------------------------------
 // Sections and batches (read_sections.cpp, read_batch.cpp, read_call_settings.cpp)
 
-void read_sections(const object_reader& route_object, const json* sections, bool route_path_valid,
-                   route_config& route);
+/// The route's `sections` (may be null on a write route) and its `write` (null when it has none).
+void read_sections(const object_reader& route_object, const json* sections, const json* write,
+                   bool route_path_valid, route_config& route);
+/// Every string of `value` that holds a `{` or `}` is a template (a gRPC message, an HTTP write's
+/// body): its placeholders parsed and checked against the scope, problems under its own path.
+void collect_placeholders(const json& value, const std::string& pointer, const std::string& path,
+                          const template_scope& scope, problem_list& problems,
+                          std::vector<message_placeholder>& out);
 batch_config read_batch(const object_reader& batch, const route_config& route,
                         bool route_path_valid);
 

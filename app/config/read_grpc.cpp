@@ -78,8 +78,29 @@ std::string pointer_token(std::string_view key) {
   return out;
 }
 
-/// Every string of the message that holds a `{` or `}` is a template: its placeholders are parsed
-/// and checked against the scope, problems under the string's own path.
+/// A list of non-empty strings; problems by element.
+std::vector<std::string> read_names(const object_reader& object, std::string_view key,
+                                    const std::string& what) {
+  std::vector<std::string> out;
+  const json* value = object.find(key);
+  if (!value)
+    return out;
+  if (!value->is_array()) {
+    object.problem(key, "must be an array of " + what);
+    return out;
+  }
+  for (std::size_t i = 0; i < value->size(); ++i) {
+    const json& name = (*value)[i];
+    if (name.is_string() && !name.get_ref<const std::string&>().empty())
+      out.push_back(name.get<std::string>());
+    else
+      object.problems().add(element_path(object.path_of(key), i), "must be a non-empty " + what);
+  }
+  return out;
+}
+
+} // namespace
+
 void collect_placeholders(const json& value, const std::string& pointer, const std::string& path,
                           const template_scope& scope, problem_list& problems,
                           std::vector<message_placeholder>& out) {
@@ -106,29 +127,6 @@ void collect_placeholders(const json& value, const std::string& pointer, const s
   }
 }
 
-/// A list of non-empty strings; problems by element.
-std::vector<std::string> read_names(const object_reader& object, std::string_view key,
-                                    const std::string& what) {
-  std::vector<std::string> out;
-  const json* value = object.find(key);
-  if (!value)
-    return out;
-  if (!value->is_array()) {
-    object.problem(key, "must be an array of " + what);
-    return out;
-  }
-  for (std::size_t i = 0; i < value->size(); ++i) {
-    const json& name = (*value)[i];
-    if (name.is_string() && !name.get_ref<const std::string&>().empty())
-      out.push_back(name.get<std::string>());
-    else
-      object.problems().add(element_path(object.path_of(key), i), "must be a non-empty " + what);
-  }
-  return out;
-}
-
-} // namespace
-
 std::optional<grpc_call_config> read_grpc(const object_reader& parent, const template_scope& scope) {
   const auto grpc = parent.read_object("grpc");
   if (!grpc)
@@ -138,8 +136,13 @@ std::optional<grpc_call_config> read_grpc(const object_reader& parent, const tem
   read_target(*grpc, out);
   read_method(*grpc, out);
   if (const json* message = grpc->find("message")) {
-    if (!message->is_object()) {
-      grpc->problem("message", "must be a JSON object (the request message in the proto3 JSON mapping)");
+    if (scope.write && message->is_string() && *message == "{body}") { // the whole body is the message
+      out.message = *message;
+      collect_placeholders(*message, "", grpc->path_of("message"), scope, grpc->problems(),
+                           out.placeholders);
+    } else if (!message->is_object()) {
+      grpc->problem("message", scope.write ? "must be a JSON object (the request message in the proto3 JSON mapping) or \"{body}\""
+                                           : "must be a JSON object (the request message in the proto3 JSON mapping)");
     } else {
       out.message = *message;
       collect_placeholders(*message, "", grpc->path_of("message"), scope, grpc->problems(),

@@ -9,7 +9,8 @@ namespace gather::config_reader {
 namespace {
 
 /// Names that would be read as `{query.q}`, `{header.h}` or `{item}` in a URL template.
-constexpr std::string_view reserved_section_names[] = {"query", "header", "item", "claim", "client"};
+constexpr std::string_view reserved_section_names[] = {"query", "header", "item", "claim", "body",
+                                                       "client"};
 
 /// Reads `fallback_from` ("s" or "s.a.b"); nullopt when absent or invalid (reported).
 std::optional<field_ref> read_fallback_from(const object_reader& section,
@@ -50,7 +51,7 @@ void read_section_name(const object_reader& section, std::size_t index,
     section.problem(
         "name",
         in_quotes(*name) +
-            " is reserved: {query.q}, {header.h}, {claim.c}, {client.ip} and {item} mean something else in URL templates");
+            " is reserved: {query.q}, {header.h}, {claim.c}, {body.b}, {client.ip} and {item} mean something else in templates");
   else if (const std::size_t first = names.at(*name); first != index)
     section.problem("name", "duplicate section name " + in_quotes(*name) + " (also sections[" +
                                 std::to_string(first) + "])");
@@ -86,15 +87,68 @@ std::vector<std::size_t> url_dependencies(const url_template& url) {
   return {sections.begin(), sections.end()};
 }
 
+/// A write's keys: a section's, less what would let it degrade, be cached or be sent twice.
+void reject_write_keys(const object_reader& write) {
+  write.reject_unknown_keys({"name", "url", "grpc", "timeout_ms", "forward_headers", "fields",
+                             "idempotent", "pass_errors", "method", "body", "retry", "http2",
+                             "max_concurrent", "circuit", "fallback", "fallback_from",
+                             "cache_ttl_ms", "cache_shared", "hedge", "required"});
+  static constexpr std::pair<std::string_view, std::string_view> refused[] = {
+      {"fallback", "a write has no fallback: it is always required"},
+      {"fallback_from", "a write has no fallback: it is always required"},
+      {"cache_ttl_ms", "a write is never cached"},
+      {"cache_shared", "a write is never cached"},
+      {"hedge", "a write is never hedged (a second call could write twice)"},
+  };
+  for (const auto& [key, why] : refused)
+    if (write.find(key))
+      write.problem(key, std::string(why));
+  if (const json* required = write.find("required"); required && *required != json(true))
+    write.problem("required", "a write is always required (leave it out)");
+}
+
+/// What only a write has: `idempotent`, `pass_errors`, an HTTP write's `method` and `body`.
+void read_write_keys(const object_reader& write, const template_scope& scope,
+                     const route_config& route, section_config& out) {
+  out.write = true;
+  out.required = true;
+  write.read_bool("idempotent", out.idempotent);
+  write.read_bool("pass_errors", out.pass_errors);
+  if (write.find("retry") && !out.idempotent)
+    write.problem("retry", "a write is retried only with \"idempotent\": true (a retry could write twice)");
+  if (out.grpc) {
+    for (const char* key : {"method", "body"})
+      if (write.find(key))
+        write.problem(key, "only for an HTTP write (a gRPC write's request is its grpc.message)");
+    return;
+  }
+  out.method = route.method;
+  const std::string expected = "one of GET, POST, PUT, PATCH, DELETE";
+  if (const auto method = write.read_string("method", "a string: " + expected)) {
+    if (is_route_method(*method))
+      out.method = *method;
+    else
+      write.problem("method", "must be " + expected);
+  }
+  if (const json* body = write.find("body")) {
+    out.body = *body;
+    collect_placeholders(*body, "", write.path_of("body"), scope, write.problems(),
+                         out.body_placeholders);
+  }
+}
+
 section_config read_section(const object_reader& section, std::size_t index,
                             const route_config& route, bool route_path_valid,
-                            const std::map<std::string, std::size_t>& names) {
-  section.reject_unknown_keys({"name", "url", "timeout_ms", "required", "fallback", "fallback_from",
-                               "retry", "cache_ttl_ms", "stale_ttl_ms", "fields", "forward_headers",
-                               "hedge", "max_concurrent", "circuit", "grpc", "max_items",
-                               "warning", "cache_shared", "http2"});
+                            const std::map<std::string, std::size_t>& names, bool write) {
+  if (write)
+    reject_write_keys(section);
+  else
+    section.reject_unknown_keys({"name", "url", "timeout_ms", "required", "fallback", "fallback_from",
+                                 "retry", "cache_ttl_ms", "stale_ttl_ms", "fields", "forward_headers",
+                                 "hedge", "max_concurrent", "circuit", "grpc", "max_items",
+                                 "warning", "cache_shared", "http2"});
   const template_scope scope{route_path_valid ? &route : nullptr, &names, index,
-                             route.auth.has_value()};
+                             route.auth.has_value(), route.method != "GET", write};
   section_config out;
   read_section_name(section, index, names, out);
   if (section.find("grpc") && section.find("url"))
@@ -130,7 +184,9 @@ section_config read_section(const object_reader& section, std::size_t index,
   read_resilience(section, out);
   section.read_integer("max_items", 1, 100000, out.max_items);
   out.warning = read_warning(section);
-  if (is_optional(section) && !section.find("fallback") && !section.find("fallback_from"))
+  if (write)
+    read_write_keys(section, scope, route, out);
+  else if (is_optional(section) && !section.find("fallback") && !section.find("fallback_from"))
     section.problems().add(section.path(),
                            "optional section needs \"fallback\" or \"fallback_from\"");
   return out;
@@ -150,14 +206,25 @@ std::map<std::string, std::size_t> section_names(const json& sections) {
 
 } // namespace
 
-void read_sections(const object_reader& route_object, const json* sections, bool route_path_valid,
-                   route_config& route) {
+void read_sections(const object_reader& route_object, const json* sections, const json* write,
+                   bool route_path_valid, route_config& route) {
   const std::string path = route_object.path_of("sections");
-  if (!sections->is_array() || sections->empty()) {
+  static const json no_sections = json::array();
+  if (!sections) // a write route without reads
+    sections = &no_sections;
+  else if (!sections->is_array() || sections->empty()) {
     route_object.problem("sections", "must be a non-empty array of sections");
     return;
   }
-  const std::map<std::string, std::size_t> names = section_names(*sections);
+  std::map<std::string, std::size_t> names = section_names(*sections);
+  const std::size_t write_index = sections->size(); // the write is the last section
+  if (write && write->is_object() && write->contains("name") && (*write)["name"].is_string()) {
+    const auto [first, fresh] = names.emplace((*write)["name"].get<std::string>(), write_index);
+    if (!fresh)
+      route_object.problems().add(member_path(route_object.path_of("write"), "name"),
+                                  "duplicate section name " + in_quotes(first->first) + " (also sections[" +
+                                      std::to_string(first->second) + "])");
+  }
   for (std::size_t i = 0; i < sections->size(); ++i) {
     const std::string section_path = element_path(path, i);
     if (!(*sections)[i].is_object()) {
@@ -166,7 +233,22 @@ void read_sections(const object_reader& route_object, const json* sections, bool
       continue;
     }
     const object_reader section((*sections)[i], section_path, route_object.problems());
-    route.sections.push_back(read_section(section, i, route, route_path_valid, names));
+    route.sections.push_back(read_section(section, i, route, route_path_valid, names, false));
+  }
+  if (write) {
+    if (!write->is_object()) {
+      route_object.problem("write", "must be an object (a section: the downstream call the body goes to)");
+    } else {
+      const object_reader reader(*write, route_object.path_of("write"), route_object.problems());
+      auto names_for_write = names;
+      names_for_write[reader.find("name") && reader.find("name")->is_string()
+                          ? reader.find("name")->get<std::string>() : std::string{}] = write_index;
+      route.sections.push_back(read_section(reader, write_index, route, route_path_valid, names_for_write, true));
+      route.has_write = true;
+      for (std::size_t i = 0; i < write_index; ++i) // every read waits for the write
+        if (!contains(route.sections[i].depends_on, write_index))
+          route.sections[i].depends_on.push_back(write_index);
+    }
   }
   check_projected_references(route.sections, path, route_object.problems());
   check_warning_codes(route.sections, path, route_object.problems());

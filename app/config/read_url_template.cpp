@@ -21,6 +21,11 @@ std::variant<url_part, std::string> parse_placeholder(std::string_view name,
     return shown + ": empty name";
   const std::string& head = pieces->front();
   const std::string rest(name.substr(std::min(name.size(), head.size() + 1)));
+  if (head == "body") {
+    if (!scope.body)
+      return shown + ": {body...} needs a route whose \"method\" takes a body (POST, PUT, PATCH, DELETE)";
+    return url_part{kind::body, head, field_path(pieces->begin() + 1, pieces->end()), 0};
+  }
   if (pieces->size() == 1) {
     if (!scope.sections && head == "item")
       return url_part{kind::item, head, {}, 0};
@@ -47,6 +52,8 @@ std::variant<url_part, std::string> parse_placeholder(std::string_view name,
   }
   if (!scope.sections)
     return shown + ": a batch url cannot refer to sections";
+  if (scope.write)
+    return shown + ": the write runs first, before any section: it cannot read a section's data";
   const auto section = scope.sections->find(head);
   if (section == scope.sections->end())
     return shown + ": this route has no section " + in_quotes(head);

@@ -42,6 +42,11 @@ std::string join(const std::vector<std::string>& pieces, std::string_view separa
   return out;
 }
 
+bool is_route_method(std::string_view method) {
+  return method == "GET" || method == "POST" || method == "PUT" || method == "PATCH" ||
+         method == "DELETE";
+}
+
 bool is_alpha(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
 bool is_digit(char c) { return c >= '0' && c <= '9'; }
 

@@ -137,6 +137,66 @@ std::optional<std::string> scalar_text(const nlohmann::json& value) {
   return std::nullopt;
 }
 
+std::optional<nlohmann::json> render_json_template(const nlohmann::json& tpl,
+                                                   const std::vector<message_placeholder>& placeholders,
+                                                   const std::vector<bool>& as_text,
+                                                   const json_value_resolver& resolve) {
+  nlohmann::json out = tpl;
+  std::vector<nlohmann::json::json_pointer> absent; // left out once every placeholder is in
+  for (std::size_t i = 0; i < placeholders.size(); ++i) {
+    const auto& placeholder = placeholders[i];
+    const nlohmann::json::json_pointer pointer(placeholder.pointer);
+    auto& target = out[pointer];
+    if (placeholder.whole) {
+      auto value = resolve(placeholder.text.parts.front());
+      if (!value)
+        return std::nullopt;
+      if (value->is_discarded()) {
+        absent.push_back(pointer);
+        continue;
+      }
+      const bool text = i < as_text.size() && as_text[i];
+      if (text && !value->is_string()) {
+        auto scalar = scalar_text(*value);
+        if (!scalar)
+          return std::nullopt;
+        target = std::move(*scalar);
+      } else {
+        target = std::move(*value);
+      }
+      continue;
+    }
+    std::string text;
+    for (const auto& part : placeholder.text.parts) {
+      if (part.what == url_part::kind::literal) {
+        text += part.text;
+        continue;
+      }
+      const auto value = resolve(part);
+      if (value && value->is_discarded())
+        continue; // an absent value is empty text
+      const auto scalar = value ? scalar_text(*value) : std::nullopt;
+      if (!scalar)
+        return std::nullopt;
+      text += *scalar;
+    }
+    target = std::move(text);
+  }
+  // Last first: an array's later elements keep their places while earlier ones are set.
+  for (auto it = absent.rbegin(); it != absent.rend(); ++it) {
+    if (it->empty()) {
+      out = nlohmann::json::object();
+      continue;
+    }
+    auto& parent = out[it->parent_pointer()];
+    if (parent.is_object())
+      parent.erase(it->back());
+    else
+      out[*it] = nullptr;
+  }
+  return out;
+}
+
 const nlohmann::json* find_field(const nlohmann::json& value, const field_path& path) {
   const nlohmann::json* current = &value;
   for (const std::string& key : path) {

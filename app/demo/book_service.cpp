@@ -1,5 +1,6 @@
 #include "book_service.hpp"
 #include "book_wire.hpp"
+#include "cart.hpp"
 
 #include <array>
 #include <chrono>
@@ -33,7 +34,8 @@ nghttp2_nv field(std::string_view name, std::string_view value) {
 /// One HTTP/2 connection: its nghttp2 session fed from the socket, its calls, their timers.
 class connection : public std::enable_shared_from_this<connection> {
 public:
-  connection(tcp::socket socket, demo_book_pace pace) : socket_(std::move(socket)), pace_(pace) {}
+  connection(tcp::socket socket, demo_book_pace pace, demo_cart& cart)
+    : socket_(std::move(socket)), pace_(pace), cart_(cart) {}
   ~connection() {
     if (session_)
       nghttp2_session_del(session_);
@@ -132,6 +134,16 @@ private:
     if (c.body.size() < 5 || c.body[0] != 0 ||
         !read_first_text(std::string_view(c.body).substr(5), request))
       return trailers_only(id, grpc_invalid_argument, "not one uncompressed message");
+    constexpr std::string_view cart_service = "/shop.v1.Cart/";
+    if (c.path.rfind(cart_service, 0) == 0) {
+      auto answer = cart_.call(std::string_view(c.path).substr(cart_service.size()),
+                               std::string_view(c.body).substr(5));
+      if (answer.code != grpc_ok)
+        return trailers_only(id, answer.code, answer.message);
+      c.pending = framed(answer.bytes);
+      c.finishing = true;
+      return respond(id);
+    }
     if (c.path == "/linkd.v3.Library/GetBook") {
       if (request.rfind("978-", 0) != 0)
         return trailers_only(id, grpc_not_found, "no such book");
@@ -241,6 +253,7 @@ private:
 
   tcp::socket socket_;
   demo_book_pace pace_;
+  demo_cart& cart_; ///< the service's, on this same thread
   nghttp2_session* session_ = nullptr;
   std::array<std::uint8_t, 16384> in_{};
   std::string out_;
@@ -252,6 +265,7 @@ private:
 
 struct demo_book_service::impl {
   demo_book_pace pace;
+  demo_cart cart; ///< shop.v1.Cart, beside the books: every connection's, on the one thread
   asio::io_context io{1};
   tcp::acceptor acceptor{io, tcp::endpoint(asio::ip::address_v4::loopback(), 0)};
   std::thread thread;
@@ -261,7 +275,7 @@ struct demo_book_service::impl {
       if (ec)
         return;
       socket.set_option(tcp::no_delay(true), ec);
-      std::make_shared<connection>(std::move(socket), pace)->start();
+      std::make_shared<connection>(std::move(socket), pace, cart)->start();
       accept();
     });
   }

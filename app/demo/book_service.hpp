@@ -7,6 +7,7 @@
 //   SearchBooks  ten books, one every 10 ms (the pace's step), whatever page_size asks (a server that does not
 //                honour it: the gateway's max_messages cuts the stream); a query that ends in
 //                "-9" hangs, sending nothing until the client cancels.
+//   shop.v1.Cart  AddItem and GetCart beside the books, on the same connections (cart.hpp).
 #pragma once
 
 #include <chrono>

@@ -37,15 +37,17 @@ bool get_varint(std::string_view& in, std::uint64_t& v) {
 
 } // namespace
 
-bool read_first_text(std::string_view in, std::string& text) {
+bool read_fields(std::string_view in, fields& out) {
   while (!in.empty()) {
     std::uint64_t tag = 0, v = 0;
     if (!get_varint(in, tag))
       return false;
+    const int field = static_cast<int>(tag >> 3);
     switch (tag & 7) {
     case 0:
       if (!get_varint(in, v))
         return false;
+      out.number[field] = v;
       break;
     case 1:
     case 5: {
@@ -58,14 +60,37 @@ bool read_first_text(std::string_view in, std::string& text) {
     case 2:
       if (!get_varint(in, v) || v > in.size())
         return false;
-      if ((tag >> 3) == 1)
-        text.assign(in.substr(0, v));
+      out.text[field].assign(in.substr(0, v));
       in.remove_prefix(v);
       break;
     default: return false;
     }
   }
   return true;
+}
+
+bool read_first_text(std::string_view in, std::string& text) {
+  fields read;
+  if (!read_fields(in, read))
+    return false;
+  if (const auto first = read.text.find(1); first != read.text.end())
+    text = first->second;
+  return true;
+}
+
+std::string encode_cart(const std::string& cart_id, const std::vector<cart_line>& lines) {
+  std::string out;
+  put_text(out, 1, cart_id);
+  long long count = 0;
+  for (const auto& line : lines) {
+    std::string item;
+    put_text(item, 1, line.sku);
+    put_number(item, 2, static_cast<std::uint64_t>(line.quantity));
+    put_text(out, 2, item);
+    count += line.quantity;
+  }
+  put_number(out, 3, static_cast<std::uint64_t>(count));
+  return out;
 }
 
 std::string encode(const book& b) {

@@ -14,12 +14,16 @@ namespace {
 /// A gRPC call's result as a section's verdict: OK with its data (grpc_data_of), or on a cluster
 /// node, which has no descriptors, with its messages as they came; the code decides the rest.
 answer_verdict verdict_of(grpc::call_result&& result, const grpc_call_part& call,
-                          const std::vector<field_path>& fields, std::size_t max_items) {
+                          const std::vector<field_path>& fields, std::size_t max_items,
+                          bool pass_errors) {
   answer_verdict v;
   v.http_status = result.http_status;
   v.grpc_code = result.code;
   v.status = grpc::status_of(result.code);
   v.retryable = grpc::retryable(result.code);
+  if (pass_errors && v.status != section_status::ok && result.code > 0)
+    v.passed = nlohmann::json{{"message", result.message}}.dump(
+        -1, ' ', false, nlohmann::json::error_handler_t::replace);
   if (v.status != section_status::ok) { // the code is the log's "grpc"; this says the rest
     v.detail = result.message;
     if (!result.detail.empty())
@@ -113,8 +117,9 @@ std::uint64_t start_section_call(downstream_client& client, section_call_request
     grpc_request.slow = std::move(request.slow);
     return start_grpc_call(client, std::move(grpc_request),
                            [call = std::move(call), fields = std::move(request.fields), max_items = request.max_items,
+                            pass = request.write && request.pass_errors,
                             done = std::move(done)](grpc::call_result&& result) {
-                             done(verdict_of(std::move(result), *call, fields, max_items));
+                             done(verdict_of(std::move(result), *call, fields, max_items, pass));
                            });
   }
   transfer_request transfer{std::move(request.url), std::move(request.header_lines), request.timeout,
@@ -122,6 +127,14 @@ std::uint64_t start_section_call(downstream_client& client, section_call_request
   transfer.http2 = request.http2;
   transfer.slow_after = request.slow_after;
   transfer.slow = std::move(request.slow);
+  transfer.method = std::move(request.method);
+  transfer.body = std::move(request.body);
+  if (request.write)
+    return client.submit(std::move(transfer),
+                         [fields = std::move(request.fields), max_items = request.max_items,
+                          pass = request.pass_errors, done = std::move(done)](transfer_result&& r) {
+                           done(classify_write_answer(std::move(r), fields, max_items, pass));
+                         });
   return client.submit(std::move(transfer),
                        [fields = std::move(request.fields), max_items = request.max_items,
                         done = std::move(done)](transfer_result&& r) {

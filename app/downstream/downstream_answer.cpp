@@ -232,7 +232,32 @@ section_outcome outcome_of(answer_verdict&& verdict) {
     outcome.data = std::move(verdict.data);
     outcome.messages = std::move(verdict.messages);
   }
+  outcome.passed = std::move(verdict.passed);
   return outcome;
+}
+
+answer_verdict classify_write_answer(transfer_result&& result, const std::vector<field_path>& fields,
+                                     std::size_t max_items, bool pass_errors) {
+  const auto http = static_cast<int>(result.http_status);
+  if (result.error != transfer_error::none)
+    return classify_answer(std::move(result), fields, max_items);
+  if (http >= 200 && http <= 299 &&
+      result.body.find_first_not_of(" \t\r\n") == std::string::npos) { // done, nothing to show
+    answer_verdict v;
+    v.status = section_status::ok;
+    v.http_status = http;
+    v.data = "null";
+    return v;
+  }
+  std::string passed;
+  if (pass_errors && (http < 200 || http > 299) && result.body.size() <= max_passed_error_bytes) {
+    auto value = nlohmann::json::parse(result.body, nullptr, false);
+    if (value.is_object() && result.body.find('\0') == std::string::npos)
+      passed = value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  }
+  auto v = classify_answer(std::move(result), fields, max_items);
+  v.passed = std::move(passed);
+  return v;
 }
 
 nlohmann::json project_fields(const nlohmann::json& value, const std::vector<field_path>& fields) {

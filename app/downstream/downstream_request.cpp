@@ -30,11 +30,30 @@ std::optional<std::string> inbound_value(const url_part& part, const inbound_req
     }
     case url_part::kind::client:
       return in.client_ip;
+    case url_part::kind::body: {
+      // In a URL: a scalar as text, an object or array as its JSON text, an absent field as "".
+      const auto* value = in.body ? find_field(*in.body, part.field) : nullptr;
+      if (!value || value->is_null())
+        return std::string{};
+      auto text = scalar_text(*value);
+      return text ? std::move(*text) : value->dump();
+    }
     case url_part::kind::section:
     case url_part::kind::item:
       break;
   }
   return std::nullopt;
+}
+
+std::optional<nlohmann::json> inbound_json_value(const url_part& part, const inbound_request& in) {
+  if (part.what == url_part::kind::body) {
+    const auto* value = in.body ? find_field(*in.body, part.field) : nullptr;
+    if (!value)
+      return nlohmann::json(nlohmann::json::value_t::discarded); // the member is left out
+    return *value;
+  }
+  auto text = inbound_value(part, in);
+  return text ? std::optional<nlohmann::json>(std::move(*text)) : std::nullopt;
 }
 
 namespace {

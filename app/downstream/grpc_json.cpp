@@ -15,40 +15,7 @@ namespace pb = google::protobuf;
 std::optional<nlohmann::json> render_message(const grpc_call_config& call,
                                              const std::vector<bool>& as_text,
                                              const value_resolver& resolve) {
-  nlohmann::json message = call.message;
-  for (std::size_t i = 0; i < call.placeholders.size(); ++i) {
-    const auto& placeholder = call.placeholders[i];
-    auto& target = message[nlohmann::json::json_pointer(placeholder.pointer)];
-    if (placeholder.whole) {
-      auto value = resolve(placeholder.text.parts.front());
-      if (!value)
-        return std::nullopt;
-      const bool text = i < as_text.size() && as_text[i];
-      if (text && !value->is_string()) {
-        auto scalar = scalar_text(*value);
-        if (!scalar)
-          return std::nullopt;
-        target = std::move(*scalar);
-      } else {
-        target = std::move(*value);
-      }
-      continue;
-    }
-    std::string text;
-    for (const auto& part : placeholder.text.parts) {
-      if (part.what == url_part::kind::literal) {
-        text += part.text;
-        continue;
-      }
-      const auto value = resolve(part);
-      const auto scalar = value ? scalar_text(*value) : std::nullopt;
-      if (!scalar)
-        return std::nullopt;
-      text += *scalar;
-    }
-    target = std::move(text);
-  }
-  return message;
+  return render_json_template(call.message, call.placeholders, as_text, resolve);
 }
 
 namespace {

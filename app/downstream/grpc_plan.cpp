@@ -48,8 +48,10 @@ bool has_braces(const nlohmann::json& value) {
 
 class message_checker {
 public:
-  message_checker(const pb::DescriptorPool& pool, std::vector<std::string>& problems)
-      : factory_(&pool), problems_(problems) {}
+  /// `templates`: the message is a template, whose strings with braces are left for run time.
+  message_checker(const pb::DescriptorPool& pool, std::vector<std::string>& problems,
+                  bool templates = true)
+      : factory_(&pool), problems_(problems), templates_(templates) {}
 
   void check_object(const nlohmann::json& value, const pb::Descriptor& type, const std::string& path) {
     if (value.is_null())
@@ -83,7 +85,7 @@ private:
         check_object(value[i], *type, path + "[" + std::to_string(i) + "]");
       return;
     }
-    if (has_braces(value))
+    if (templates_ && has_braces(value))
       return; // a placeholder's value is known only when a request renders it
     probe(key, value, parent, path);
   }
@@ -103,6 +105,7 @@ private:
 
   pb::DynamicMessageFactory factory_;
   std::vector<std::string>& problems_;
+  bool templates_ = true;
 };
 
 std::vector<std::string> pointer_tokens(const std::string& pointer) {
@@ -167,8 +170,9 @@ plan_result plan_grpc_call(const grpc_call_config& call, const pb::MethodDescrip
   if (!method.server_streaming() && call.max_messages != 0)
     problems.push_back(path + ".max_messages: only for a server-streaming method (" +
                        method.full_name() + " is unary)");
-  message_checker(*method.file()->pool(), problems)
-      .check_object(call.message, *method.input_type(), path + ".message");
+  if (!call.message.is_string()) // else "{body}": the whole body, known only at run time
+    message_checker(*method.file()->pool(), problems)
+        .check_object(call.message, *method.input_type(), path + ".message");
   if (!problems.empty())
     return result;
   grpc_method_plan plan;
@@ -179,6 +183,13 @@ plan_result plan_grpc_call(const grpc_call_config& call, const pb::MethodDescrip
   plan.output_url = "type.googleapis.com/" + method.output_type()->full_name();
   result.plan = std::move(plan);
   return result;
+}
+
+std::vector<std::string> message_problems(const nlohmann::json& message, const pb::Descriptor& type,
+                                          const std::string& path) {
+  std::vector<std::string> problems;
+  message_checker(*type.file()->pool(), problems, false).check_object(message, type, path);
+  return problems;
 }
 
 } // namespace gather

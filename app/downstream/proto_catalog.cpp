@@ -221,7 +221,9 @@ private:
   std::set<std::string> failed_; ///< files whose failure is reported already
 };
 
-std::string section_path(std::size_t route, std::size_t section) {
+std::string section_path(const route_config& config, std::size_t route, std::size_t section) {
+  if (config.sections[section].write)
+    return "routes[" + std::to_string(route) + "].write.grpc";
   return "routes[" + std::to_string(route) + "].sections[" + std::to_string(section) + "].grpc";
 }
 
@@ -294,7 +296,7 @@ proto_catalog_result build_proto_catalog(const config& cfg,
     auto& plans = catalog->sections.emplace_back();
     for (std::size_t s = 0; s < route.sections.size(); ++s)
       plans.push_back(route.sections[s].grpc
-                          ? plan_call(*catalog, *route.sections[s].grpc, section_path(r, s), result.problems)
+                          ? plan_call(*catalog, *route.sections[s].grpc, section_path(route, r, s), result.problems)
                           : std::nullopt);
     catalog->batches.push_back(
         route.batch && route.batch->grpc

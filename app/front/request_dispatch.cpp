@@ -38,7 +38,8 @@ request_dispatch::request_dispatch(gateway_stats& stats, caf::actor_system& syst
 }
 
 bool request_dispatch::may_read_body(const serving_config& serving, const request_head& head) const {
-  return head.method == "POST" && role_ == listener_role::main &&
+  const auto& m = head.method; // a batch route's POST, or a write route's method
+  return (m == "POST" || m == "PUT" || m == "PATCH" || m == "DELETE") && role_ == listener_role::main &&
          !is_ops_path(head.path(), serving.cfg, role_);
 }
 
@@ -112,6 +113,10 @@ request_dispatch::serve(const std::shared_ptr<const serving_config>& serving, ad
   if (const auto& auth = cfg.routes[route_index].auth)
     set_claims(inbound, auth->jwt, std::move(request.claims));
   inbound.store_time = std::move(request.shared_store_time());
+  if (request.body_json) { // a write route's body: what its placeholders and its HTTP write read
+    inbound.body = std::move(request.body_json);
+    inbound.body_text = std::move(body);
+  }
   sink->record() = std::move(record); // from here on, whoever claims the sink finishes it
   caf::actor coordinator_actor;
   steady_time deadline;
@@ -130,7 +135,9 @@ request_dispatch::serve(const std::shared_ptr<const serving_config>& serving, ad
   } else {
     auto job = make_job<aggregate_job>(serving, route_index, sink, std::move(inbound));
     job->gate = std::move(request.gate);
-    job->format = choose_format(head.header_list("accept"), {answer_format::ndjson, answer_format::sse});
+    // A route of another method than GET answers whole (docs/api.md#write-routes).
+    if (job->route->method == "GET")
+      job->format = choose_format(head.header_list("accept"), {answer_format::ndjson, answer_format::sse});
     deadline = job->deadline;
     coordinator_actor = system_.spawn(coordinator, std::shared_ptr<const aggregate_job>(job));
   }

@@ -139,6 +139,8 @@ void log_request(const std::string& request_id, const std::string& trace_id, con
       line.field("hedges", o.hedges);
     if (o.not_made != not_made_reason::none)
       line.field("not_made", to_string(o.not_made));
+    if (sections[i].write)
+      line.field("write", true);
     line.close();
   }
   line.close();

@@ -22,7 +22,8 @@ std::string method_name(std::string_view method) {
 } // namespace
 
 bool degraded(int status, const std::vector<section_outcome>& outcomes) {
-  return status == 200 && std::any_of(outcomes.begin(), outcomes.end(), [](const section_outcome& o) {
+  // A page with sections: a 200, or a write route's 201 or 202.
+  return (status == 200 || status == 201 || status == 202) && std::any_of(outcomes.begin(), outcomes.end(), [](const section_outcome& o) {
            return o.status != section_status::ok;
          });
 }

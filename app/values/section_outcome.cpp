@@ -29,6 +29,7 @@ const char* to_string(not_made_reason why) {
     case not_made_reason::max_concurrent: return "max_concurrent";
     case not_made_reason::circuit_open: return "circuit_open";
     case not_made_reason::retry_budget: return "retry_budget";
+    case not_made_reason::bad_body: return "bad_body";
   }
   return "";
 }

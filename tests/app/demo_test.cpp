@@ -259,6 +259,29 @@ TEST_CASE("demo: every curl line it prints works as printed and shows what it sa
     CHECK(page["degraded"] == true);
     CHECK(page["warnings"] == json{"related_unavailable"});
   };
+  // The book page's "add to cart": a gRPC write, then the cart read back (run in this order).
+  claims[R"(curl -s -H 'Content-Type: application/json' -d '{"isbn": "978-7-111-12345-7", "quantity": 1}' {base}/carts/c1/items)"] =
+    [](runner run_it) {
+      auto page = parse_json(run_it());
+      const json line = {{"sku", "978-7-111-12345-7"}, {"quantity", 1}};
+      CHECK(page["data"]["add"] == json{{"cart_id", "c1"}, {"lines", {line}}, {"count", 1}});
+      CHECK(page["data"]["cart"] == page["data"]["add"]);
+      CHECK(page["sections"]["add"]["status"] == "ok");
+      CHECK(page["sections"]["cart"]["status"] == "ok");
+      CHECK(page["degraded"] == false);
+    };
+  claims[R"(curl -si -H 'Content-Type: application/json' -d '{"isbn": "978-7-111-12345-7", "quantity": 5}' {base}/carts/c1/items)"] =
+    [](runner run_it) {
+      auto body = error_body(parse_curl_i(run_it()), 409, "rejected");
+      CHECK(body["section"] == "add");
+      CHECK(body["detail"] == json{{"message", "out of stock: 2 left"}});
+    };
+  claims[R"(curl -si -H 'Content-Type: application/json' -d '{"isbn": "978-7-111-12345-7", "quantity": "two"}' {base}/carts/c1/items)"] =
+    [](runner run_it) {
+      auto body = error_body(parse_curl_i(run_it()), 400, "bad_request");
+      CHECK(body["section"] == "add");
+      CHECK(body["message"].get<std::string>().find("body.quantity") != std::string::npos);
+    };
   claims["curl -s {base}/healthz"] = [](runner run_it) {
     CHECK(parse_json(run_it())["status"] == "ok");
   };
@@ -277,6 +300,8 @@ TEST_CASE("demo: every curl line it prints works as printed and shows what it sa
     CHECK(value(R"(gather_retries_total{route="/products/{id}",section="shop"})") >= 1);
     CHECK(value(R"(gather_grpc_calls_total{route="/books/{isbn}",section="related",code="OK"})") >= 2);
     CHECK(value(R"(gather_grpc_calls_total{route="/books/{isbn}",section="meta",code="NOT_FOUND"})") == 1);
+    CHECK(value(R"(gather_grpc_calls_total{route="/carts/{cart}/items",section="add",code="ABORTED"})") == 1);
+    CHECK(value(R"(gather_requests_total{route="/carts/{cart}/items",code="409"})") == 1);
     CHECK(value(R"(gather_section_duration_seconds_bucket{route="/products/{id}",section="reviews",le="0.125"})") >= 1);
   };
 
@@ -300,6 +325,9 @@ TEST_CASE("demo: every curl line it prints works as printed and shows what it sa
     INFO("not printed: " << command);
     CHECK(printed.count(command) == 1);
   }
+  // The add to cart's log line marks the write's entry.
+  CHECK(demo.wait_for_stderr(R"("add":{"status":"ok","source":"live","attempts":1)"));
+  CHECK(demo.wait_for_stderr(R"("write":true)"));
 
   // The dashboard's address.
   REQUIRE(dashboard_line == "Dashboard: " + base + "/dashboard (open it in a browser)");

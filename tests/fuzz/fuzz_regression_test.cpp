@@ -23,6 +23,7 @@ extern "C" int gather_fuzz_response(const std::uint8_t* data, std::size_t size);
 extern "C" int gather_fuzz_url_split(const std::uint8_t* data, std::size_t size);
 extern "C" int gather_fuzz_grpc(const std::uint8_t* data, std::size_t size);
 extern "C" int gather_fuzz_proxy(const std::uint8_t* data, std::size_t size);
+extern "C" int gather_fuzz_write_body(const std::uint8_t* data, std::size_t size);
 #ifdef GATHER_REPLAY_URL_CORPUS
 extern "C" int gather_fuzz_url(const std::uint8_t* data, std::size_t size);
 #endif
@@ -70,6 +71,7 @@ TEST_CASE("fuzz corpora replay through the fuzz targets' checks", "[unit][fuzz]"
   CHECK(replay("url_split", gather_fuzz_url_split) > 0);
   CHECK(replay("grpc", gather_fuzz_grpc) > 0);
   CHECK(replay("proxy", gather_fuzz_proxy) > 0);
+  CHECK(replay("write_body", gather_fuzz_write_body) > 0);
 #ifdef GATHER_REPLAY_URL_CORPUS
   CHECK(replay("url", gather_fuzz_url) > 0);
 #endif

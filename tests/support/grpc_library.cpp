@@ -6,9 +6,11 @@
 
 namespace gather::test {
 
-grpc_library::grpc_library()
-    : process_("/usr/bin/python3", {std::string(GATHER_SOURCE_DIR) + "/tests/support/grpc_library_server.py",
-                                    GATHER_TEST_DESCRIPTOR_SET}) {
+grpc_library::grpc_library() : grpc_library("grpc_library_server.py", GATHER_TEST_DESCRIPTOR_SET) {}
+
+grpc_library::grpc_library(const std::string& script, const std::string& descriptor_set)
+    : process_("/usr/bin/python3", {std::string(GATHER_SOURCE_DIR) + "/tests/support/" + script,
+                                    descriptor_set}) {
   auto line = process_.wait_for_line("port ");
   REQUIRE(line);
   port_ = std::stoi(line->substr(line->find(' ') + 1));

@@ -15,6 +15,9 @@ namespace gather::test {
 class grpc_library {
 public:
   grpc_library();
+  /// Another server of the same kind: `script` (under tests/support/) serving `descriptor_set`
+  /// (grpc_cart_server.py: the write tests' shop.v1.Cart).
+  grpc_library(const std::string& script, const std::string& descriptor_set);
   std::string target() const { return "http://127.0.0.1:" + std::to_string(port_); }
   /// The first event line holding `needle` not taken yet, parsed. Lines of other events stay for
   /// later asks: concurrent calls (a page's GetBook and SearchBooks) reach the server in any order.

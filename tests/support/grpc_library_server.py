@@ -33,12 +33,13 @@ What a call does depends on its request (isbn for GetBook, query for SearchBooks
 """
 
 import asyncio
-import json
 import signal
 import sys
 
 import grpc
 from google.protobuf import descriptor_pb2, descriptor_pool, json_format, message_factory
+
+from grpc_test_server import emit, serve
 
 
 def evolve(files):
@@ -171,10 +172,6 @@ class reflected_files:
         return response
 
 
-def emit(**event):
-    print(json.dumps(event), flush=True)
-
-
 def main():
     evolved = "evolved" in sys.argv[2:]
     files, Book, GetBookRequest, SearchBooksRequest = load_types(sys.argv[1], evolved)
@@ -273,20 +270,12 @@ def main():
         reflected.add_method()
         emit(event="added")
 
-    async def serve():
-        server = grpc.aio.server()
-        server.add_generic_rpc_handlers(
-            (grpc.method_handlers_generic_handler("linkd.v3.Library", handlers),) +
-            tuple(reflection_handler(api) for api in apis))
-        asyncio.get_running_loop().add_signal_handler(signal.SIGUSR1, added)
-        asyncio.get_running_loop().add_signal_handler(signal.SIGUSR2, released.set)
-        port = server.add_insecure_port("127.0.0.1:0")
-        await server.start()
-        print("port", port, flush=True)
-        await server.wait_for_termination()
+    def on_loop(loop):
+        loop.add_signal_handler(signal.SIGUSR1, added)
+        loop.add_signal_handler(signal.SIGUSR2, released.set)
 
-    asyncio.run(serve())
-
+    serve((grpc.method_handlers_generic_handler("linkd.v3.Library", handlers),) +
+          tuple(reflection_handler(api) for api in apis), on_loop)
 
 if __name__ == "__main__":
     main()

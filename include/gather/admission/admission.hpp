@@ -1,6 +1,7 @@
 // Admission: the checks an inbound request passes before it may start, in the contract's order
-// (docs/api.md): no_route (404), a CORS preflight's answer (204 or 403), method (405), size
-// (413), encoding (415), overload (503), body (400). Each check looks at the request and either passes it on or ends it with a refusal value;
+// (docs/api.md): no_route (404), a CORS preflight's answer (204 or 403), method (405, and the
+// route of the request's method among those that share a path), size (413), encoding and media
+// type (415), overload (503), body (400: a batch's items, a write route's JSON). Each check looks at the request and either passes it on or ends it with a refusal value;
 // nothing here counts, logs or writes (the front finishes the request's record with the refusal).
 //
 // To add a check (authentication, a rate limit, a CORS preflight's answer):
@@ -59,6 +60,8 @@ struct admission_request {
   // Left by the checks for the request's start:
   inflight_slot slot;            ///< taken by the overload check on the full pass
   std::vector<batch_item> items; ///< a batch route's items, read by the body check
+  /// A write route's body, parsed by its body check (null for a DELETE without one).
+  std::shared_ptr<const nlohmann::json> body_json;
   /// The route's gate (token, rate limit) ran: on the head's pass when there is one, never twice
   /// (a request spends one rate-limit token).
   bool gated = false;

@@ -28,10 +28,11 @@ struct preflight_verdict {
   std::string refusal; ///< why not (for the log): "origin", "method" or "header <name>"
 };
 
-/// The answer to a preflight for a route served on `route_method` (GET or POST): allowed when the
-/// origin is, the method asked for is the route's and every header asked for is in allow_headers.
+/// The answer to a preflight for a path served on `route_methods` ("GET", or "GET, POST" when
+/// routes of several methods share it): allowed when the origin is, the method asked for is one of
+/// them and every header asked for is in allow_headers. Allow-Methods lists them all.
 preflight_verdict cors_preflight(const cors_config& cors, std::string_view origin,
                                  std::string_view request_method, std::string_view request_headers,
-                                 std::string_view route_method);
+                                 std::string_view route_methods);
 
 } // namespace gather

@@ -36,10 +36,11 @@ struct url_part {
     item,    ///< `{item}`: the batch item (batch routes only)
     claim,   ///< `{claim.NAME}`: claim `text` of the request's verified token (routes with auth)
     client,  ///< `{client.ip}`: the client's address (the peer, or through `trusted_proxies`)
+    body,    ///< `{body}`, `{body.a.b}`: the request's JSON body, or field `field` of it (write routes)
   };
   kind what = kind::literal;
   std::string text;
-  field_path field;        ///< kind::section only
+  field_path field;        ///< kind::section and kind::body (empty: the whole body)
   std::size_t section = 0; ///< kind::section only: index in the route's `sections`
 };
 
@@ -158,6 +159,16 @@ struct section_config {
   /// The code that stands for the section in `warnings`; empty: `<name>_<status>`.
   std::string warning;
   bool http2 = false; ///< call the URL over HTTP/2 (h2c prior knowledge, or ALPN h2 for https)
+  // A route's `write` (docs/config.md#write-routes) is a section with this role: the route's last
+  // section, run first and alone, required, never cached or hedged.
+  bool write = false;
+  bool idempotent = false;  ///< a write that may be retried (`retry` needs it)
+  bool pass_errors = false; ///< a refused write's JSON error object (or grpc-message) goes to the client
+  std::string method;       ///< an HTTP write's method (the route's by default)
+  /// An HTTP write's `body` template: JSON whose strings may hold placeholders; absent: the
+  /// client's body as sent, byte for byte.
+  std::optional<nlohmann::json> body;
+  std::vector<message_placeholder> body_placeholders; ///< every string of `body` holding one
 };
 
 struct batch_config {
@@ -226,6 +237,15 @@ struct shape_template {
 struct route_config {
   std::string path; ///< as written
   std::vector<path_segment> segments;
+  /// `GET` (an aggregate route), `POST`, `PUT`, `PATCH` or `DELETE` (a write route); a batch
+  /// route's is `POST`.
+  std::string method = "GET";
+  /// The routes (indices in config::routes, this one among them, in config order) that share this
+  /// route's `path` with other methods: a request takes the one of its method; 405 lists them.
+  std::vector<std::size_t> same_path;
+  /// The route has a `write`: its last section (sections.back().write), which every other
+  /// section waits for.
+  bool has_write = false;
   millis deadline{1000};              ///< aggregate routes (batch routes use batch->deadline)
   std::vector<section_config> sections; ///< aggregate route: non-empty; batch route: empty
   std::optional<batch_config> batch;

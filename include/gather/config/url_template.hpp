@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "gather/config/config.hpp"
 
@@ -34,6 +35,22 @@ std::optional<std::string> render_url(const url_template& tpl, const placeholder
 /// A JSON scalar as it is substituted: strings as is, numbers as JSON writes them, booleans as
 /// "true"/"false"; nullopt for null, objects, arrays.
 std::optional<std::string> scalar_text(const nlohmann::json& value);
+
+/// A placeholder's value in a JSON template (a gRPC message, an HTTP write's body): the JSON value
+/// to put in; a discarded value (nlohmann's `value_t::discarded`) when it is absent and the member
+/// is left out (`{body.x}` of a body without `x`); nullopt when the template cannot be rendered
+/// (another section's field that is absent or not a scalar).
+using json_value_resolver = std::function<std::optional<nlohmann::json>(const url_part&)>;
+
+/// `tpl` with every placeholder of `placeholders` filled in. A string that is one whole placeholder
+/// takes the value itself (as text where `as_text[i]` says its field is a string; any other
+/// string takes each value as text, an absent one as ""); a whole placeholder whose value is
+/// absent leaves its object member out (null in an array; `{}` for the whole template). nullopt
+/// when a value is missing.
+std::optional<nlohmann::json> render_json_template(const nlohmann::json& tpl,
+                                                   const std::vector<message_placeholder>& placeholders,
+                                                   const std::vector<bool>& as_text,
+                                                   const json_value_resolver& resolve);
 
 /// The value at `path` inside `value`, or nullptr when absent.
 const nlohmann::json* find_field(const nlohmann::json& value, const field_path& path);

@@ -49,6 +49,10 @@ struct section_call_request {
   std::size_t max_items = 0; ///< an array's first N elements, after fields (0: all)
   bool http2 = false;
   std::shared_ptr<const grpc_call_part> grpc; ///< set for a gRPC section; the completion holds it
+  std::string method = "GET"; ///< an HTTP write's
+  std::string body;           ///< an HTTP write's
+  bool write = false;         ///< a route's write: classify_write_answer (downstream_answer.hpp)
+  bool pass_errors = false;
   std::chrono::microseconds slow_after{0};
   std::function<void()> slow{};
 };

@@ -23,7 +23,13 @@ struct answer_verdict {
   /// A gRPC call made on a cluster node that ended OK: its messages as they came, undecoded (the
   /// node has no descriptors; the gateway makes `data` of them). Empty otherwise.
   std::vector<std::string> messages;
+  /// A refused write with pass_errors: the JSON object its answer's `detail` shows; else empty.
+  std::string passed;
 };
+
+/// A refused write's error body is passed on only when it is a JSON object of at most this many
+/// bytes as received (docs/api.md#write-routes: the contract's bound, not a setting).
+constexpr std::size_t max_passed_error_bytes = 4096;
 
 /// Classifies one attempt: 2xx with a JSON body that is not `null` is ok; everything else (a
 /// timeout, a connection failure, any non-2xx including 3xx, a body that is not JSON or nests deeper
@@ -32,6 +38,12 @@ struct answer_verdict {
 /// array (0: all).
 answer_verdict classify_answer(transfer_result&& result, const std::vector<field_path>& fields,
                                std::size_t max_items = 0);
+
+/// A write's answer: as classify_answer, but a 2xx without a body is ok with `null` data, and
+/// with `pass_errors` a non-2xx whose body is a JSON object of at most max_passed_error_bytes
+/// keeps it (re-serialized) in `passed`.
+answer_verdict classify_write_answer(transfer_result&& result, const std::vector<field_path>& fields,
+                                     std::size_t max_items, bool pass_errors);
 
 /// The verdict as a section outcome: status, last HTTP status, private detail, and data when ok.
 section_outcome outcome_of(answer_verdict&& verdict);

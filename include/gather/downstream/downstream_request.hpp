@@ -8,6 +8,8 @@
 #include <string_view>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "gather/config/config.hpp"
 #include "gather/values/inbound_request.hpp"
 
@@ -17,6 +19,11 @@ namespace gather {
 /// a query parameter or a header ("" when the request lacks it); nullopt for the parts that read
 /// something else (another section's data, the batch item).
 std::optional<std::string> inbound_value(const url_part& part, const inbound_request& in);
+
+/// The same value for a JSON template (a gRPC message, an HTTP write's body): a body field with
+/// its own JSON type (a discarded value when the body lacks it: the member is left out), the
+/// rest as text; nullopt for the parts that read something else.
+std::optional<nlohmann::json> inbound_json_value(const url_part& part, const inbound_request& in);
 
 /// "Name: value" lines for a downstream call: X-Request-Id (the response's), Accept, the request's
 /// traceparent (its trace, its SERVER span; each call replaces the span id with its own, see

@@ -26,6 +26,7 @@ namespace gather::grpc {
 /// The raw value of a placeholder: text for what the inbound request gives (a capture, a query
 /// parameter, a header), a JSON scalar for a section's field, a batch item or a claim; nullopt
 /// when the message cannot be made (a section's field that is absent or not a scalar).
+/// A discarded value: absent, the member is left out (render_json_template, url_template.hpp).
 using value_resolver = std::function<std::optional<nlohmann::json>(const url_part&)>;
 
 /// `call.message` with every placeholder filled in. A string that is one whole placeholder takes

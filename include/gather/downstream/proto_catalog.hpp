@@ -91,4 +91,11 @@ plan_result plan_grpc_call(const grpc_call_config& call,
                            const google::protobuf::MethodDescriptor& method,
                            const std::string& path);
 
+/// Why a rendered message (no templates left in it) does not fit `type`: "<path>.<field>: <what
+/// is wrong>" each, `path` its root; empty when every member fits. What names the field when a
+/// write's body cannot be turned into its message (docs/api.md#write-routes).
+std::vector<std::string> message_problems(const nlohmann::json& message,
+                                          const google::protobuf::Descriptor& type,
+                                          const std::string& path);
+
 } // namespace gather

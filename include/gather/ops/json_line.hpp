@@ -78,6 +78,14 @@ public:
     return *this;
   }
 
+  json_line& field(json_key key, bool value) {
+    key_(key);
+    ensure(5);
+    for (const char c : std::string_view{value ? "true" : "false"})
+      out_[used_++] = c;
+    return *this;
+  }
+
   /// The shortest text that reads back as `value` (std::to_chars), as nlohmann prints it.
   json_line& field(json_key key, double value) {
     key_(key);

@@ -32,6 +32,10 @@ struct inbound_request {
   /// The route's `forward_claims` header names (lower-case): their inbound values were dropped
   /// and `headers` holds the claims' values instead; every downstream call carries them.
   std::vector<std::string> claim_headers;
+  /// A write route's JSON body as parsed once at admission (what `{body...}` reads; null when a
+  /// DELETE came without one), and its bytes as they came (an HTTP write's default body).
+  std::shared_ptr<const nlohmann::json> body;
+  std::string body_text;
   /// Null without a shared store; else every store operation of this request spends from it.
   std::shared_ptr<store_budget> store_time;
   /// The client's address (`{client.ip}`): the peer's, or the one its trusted proxies forwarded.

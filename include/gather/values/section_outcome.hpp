@@ -15,7 +15,8 @@ enum class data_source : std::uint8_t { live, cache, fallback, stale };
 
 /// Why a call was not made (the log's `not_made`): the bulkhead was full, the circuit open, or the
 /// host's retry budget spent.
-enum class not_made_reason : std::uint8_t { none, max_concurrent, circuit_open, retry_budget };
+/// `bad_body`: a write's body could not be turned into its gRPC message.
+enum class not_made_reason : std::uint8_t { none, max_concurrent, circuit_open, retry_budget, bad_body };
 
 const char* to_string(section_status status);
 const char* to_string(data_source source);
@@ -36,12 +37,15 @@ struct section_outcome {
   /// A gRPC section run on a cluster node, status ok: the answer's messages as they came, which
   /// the gateway's worker decodes into `data` with its descriptors (empty once it did).
   std::vector<std::string> messages;
+  /// A refused write with `pass_errors`: the JSON object its answer's `detail` shows (the
+  /// downstream's error object, or `{"message": grpc-message}`); empty otherwise.
+  std::string passed;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, section_outcome& x) {
   return f(caf::meta::type_name("gather.section_outcome"), x.status, x.source, x.attempts, x.ms,
-           x.data, x.last_http, x.detail, x.node, x.hedges, x.not_made, x.grpc_code, x.messages);
+           x.data, x.last_http, x.detail, x.node, x.hedges, x.not_made, x.grpc_code, x.messages, x.passed);
 }
 
 } // namespace gather

@@ -33,13 +33,21 @@ struct section_work {
   std::string grpc_path;
   std::string grpc_message;
   std::uint64_t grpc_max_messages = 0;
+  /// A route's write (docs/api.md#write-routes): an HTTP write's method and body (its
+  /// Content-Type is in `headers`); a 2xx without a body is `null` data; with `pass_errors` a
+  /// refusal's JSON error object (or grpc-message) is kept for the client.
+  std::string method; ///< empty: GET
+  std::string body;
+  bool write = false;
+  bool pass_errors = false;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, section_work& x) {
   return f(caf::meta::type_name("gather.section_work"), x.url, x.headers, x.timeout_ms, x.attempts,
            x.backoff_ms, x.multiplier, x.fields, x.max_items, x.max_response_bytes, x.budget_ms,
-           x.deadline_header, x.http2, x.grpc_path, x.grpc_message, x.grpc_max_messages);
+           x.deadline_header, x.http2, x.grpc_path, x.grpc_message, x.grpc_max_messages, x.method,
+           x.body, x.write, x.pass_errors);
 }
 
 /// The retry policy and timeout of `work` in the config's types.
