@@ -127,7 +127,7 @@ TEST_CASE("write: the client's body byte for byte, then the reads, which see its
   CHECK(read.body.empty());
 }
 
-TEST_CASE("write: its method and body template; {body...} percent-encoded in a URL", "[write]") {
+TEST_CASE("write: its method and body template, {body...} percent-encoded in a URL", "[write]") {
   cart_downstream down;
   auto cfg = add_route(down.server, {{"method", "PUT"},
                                      {"body", {{"item", {{"sku", "{body.sku}"}, {"n", "{body.quantity}"}}},
@@ -200,7 +200,7 @@ TEST_CASE("write: a refusal passes on as rejected, detail only with pass_errors"
   }
 }
 
-TEST_CASE("write: what is not a JSON object of 4 KiB is no detail; 5xx is 503, a timeout 504", "[write]") {
+TEST_CASE("write: what is not a JSON object of 4 KiB is no detail, 5xx is 503, a timeout 504", "[write]") {
   cart_downstream down;
   SECTION("an array, a text, a big object: no detail") {
     for (const std::string& body : {std::string("[1]"), std::string("out of stock"),
@@ -261,7 +261,7 @@ TEST_CASE("write: retried only when idempotent", "[write]") {
   }
 }
 
-TEST_CASE("write: routes share a path by method; 405 lists them; HEAD is 405", "[write]") {
+TEST_CASE("write: routes share a path by method, 405 lists them, HEAD is 405", "[write]") {
   cart_downstream down;
   auto cfg = add_route(down.server);
   cfg["routes"].push_back({{"path", "/carts/{cart}/items"},
@@ -286,7 +286,7 @@ TEST_CASE("write: routes share a path by method; 405 lists them; HEAD is 405", "
   CHECK(post->status == 201);
 }
 
-TEST_CASE("write: hostile bodies are a clear 400, 413 or 415; nothing reaches a downstream", "[write]") {
+TEST_CASE("write: hostile bodies are a clear 400, 413 or 415, nothing reaches a downstream", "[write]") {
   cart_downstream down;
   running_gateway gw(add_route(down.server));
   const std::string json_type = "Content-Type: application/json\r\n";
@@ -326,7 +326,7 @@ TEST_CASE("write: hostile bodies are a clear 400, 413 or 415; nothing reaches a 
   CHECK(ok->status == 201);
 }
 
-TEST_CASE("write: a DELETE without a body; {body.x} then renders empty", "[write]") {
+TEST_CASE("write: a DELETE without a body, {body.x} then renders empty", "[write]") {
   cart_downstream down;
   down.write_answer = {204, "", {}};
   running_gateway gw(add_route(down.server, {{"url", down.server.base_url() + "/carts/{cart}/items?sku={body.sku}"}},
@@ -353,7 +353,7 @@ TEST_CASE("write: answered whole when a stream is asked for", "[write]") {
   }
 }
 
-TEST_CASE("write: the client going away does not cancel a write once sent; a read's call is", "[write]") {
+TEST_CASE("write: the client going away does not cancel a write once sent, a read's call is", "[write]") {
   cart_downstream down;
   down.write_answer = {201, R"({"cart_id":"c7"})", std::chrono::milliseconds(300)};
   running_gateway gw(add_route(down.server));

@@ -19,7 +19,7 @@ const char* routes_json = R"({"max_inflight": 1, "max_body_bytes": 100, "routes"
 
 request_head head(std::string method, std::string target,
                   std::vector<std::pair<std::string, std::string>> headers = {}) {
-  return request_head{std::move(method), std::move(target), 11, std::move(headers), "127.0.0.1"};
+  return request_head{std::move(method), std::move(target), 11, std::move(headers), "127.0.0.1", "127.0.0.1"};
 }
 
 struct checked {

@@ -106,7 +106,7 @@ TEST_CASE("write config: a write route without reads, and the method defaults", 
   CHECK_FALSE(plain.value->routes[0].has_write);
 }
 
-TEST_CASE("write config: routes share a path by method; Allow learns them all", "[unit][config][write]") {
+TEST_CASE("write config: routes share a path by method, Allow learns them all", "[unit][config][write]") {
   json get = {{"path", "/carts/{cart}/items"}, {"sections", {{{"name", "cart"}, {"url", "http://h:1/c/{cart}"},
                                                                 {"timeout_ms", 10}, {"required", true}}}}};
   auto loaded = load_config(doc({get, write_route(http_write()), write_route(http_write(), {{"method", "DELETE"}})})

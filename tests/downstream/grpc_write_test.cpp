@@ -54,7 +54,7 @@ TEST_CASE("grpc write: the body into the message with its types, then the read",
   CHECK_FALSE(get["metadata"].contains("idempotency-key")); // the write's alone
 }
 
-TEST_CASE("grpc write: \"{body}\" is the whole message; an absent field is left out", "[grpc-write]") {
+TEST_CASE("grpc write: \"{body}\" is the whole message, an absent field is left out", "[grpc-write]") {
   auto server = cart_server();
   running_gateway gw(cart_config(server, "{body}"));
   const auto r = gw.post("/carts/c1/items", R"({"cart_id": "c2", "sku": "b-2", "gift": {"note": "hi"}})");
@@ -131,7 +131,7 @@ TEST_CASE("grpc write: every code of the table, detail only with pass_errors", "
   }
 }
 
-TEST_CASE("grpc write: its own timeout is 504; the write is never sent twice", "[grpc-write]") {
+TEST_CASE("grpc write: its own timeout is 504, the write is never sent twice", "[grpc-write]") {
   auto server = cart_server();
   running_gateway gw(cart_config(server, add_message, {{"timeout_ms", 100}}));
   const auto r = gw.post("/carts/c1/items", R"({"sku": "slow-400", "quantity": 1})");

@@ -140,7 +140,7 @@ TEST_CASE("link machine: a server that ends a stream frees its slot at once", "[
   REQUIRE(link.machine.state() == link_state::ready);
 }
 
-TEST_CASE("link machine: GOAWAY drains it; streams above the last id end, the ones below are awaited",
+TEST_CASE("link machine: GOAWAY drains it, streams above the last id end, the ones below are awaited",
           "[unit][downstream]") {
   watched_link link;
   link.heard(100);
