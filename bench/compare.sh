@@ -20,9 +20,16 @@ ROWS=$(mktemp)
 trap 'rm -f "$ROWS" "$ROWS.log"' EXIT
 
 # A side's label: "gather", else the peer's folder and file name (peers/node-gateway,
-# openresty/gather-openresty, baseline/gather: never "gather" alone, which is this build's).
+# openresty/gather-openresty, baseline/gather: never "gather" alone, which is this build's); one
+# more folder in front while two sides would read alike (wt-a/build/gather, wt-b/build/gather).
 sides=(gather)
-for p in "${PEER_LIST[@]}"; do sides+=("$(basename "$(dirname "$p")")/$(basename "$p")"); done
+for p in "${PEER_LIST[@]}"; do
+  label="$(basename "$(dirname "$p")")/$(basename "$p")" rest=$(dirname "$(dirname "$p")")
+  while printf '%s\n' "${sides[@]}" | grep -qxF "$label" && [[ $rest != / && $rest != . ]]; do
+    label="$(basename "$rest")/$label" rest=$(dirname "$rest")
+  done
+  sides+=("$label")
+done
 
 for ((r = 1; r <= ROUNDS; r++)); do
   for ((k = 0; k < ${#sides[@]}; k++)); do
