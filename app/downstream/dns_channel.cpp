@@ -122,23 +122,20 @@ struct dns_channel::core : std::enable_shared_from_this<core> {
     if (it == sockets.end())
       return;
     watched& s = *it->second;
-    std::weak_ptr<core> weak = weak_from_this();
-    if (s.want_read && !s.read_armed) {
-      s.read_armed = true;
-      s.descriptor.async_wait(boost::asio::posix::descriptor_base::wait_read,
-                              [weak, fd, serial = s.serial](const boost::system::error_code& ec) {
-                                if (auto self = weak.lock())
-                                  self->ready(fd, serial, true, ec);
-                              });
-    }
-    if (s.want_write && !s.write_armed) {
-      s.write_armed = true;
-      s.descriptor.async_wait(boost::asio::posix::descriptor_base::wait_write,
-                              [weak, fd, serial = s.serial](const boost::system::error_code& ec) {
-                                if (auto self = weak.lock())
-                                  self->ready(fd, serial, false, ec);
-                              });
-    }
+    if (s.want_read && !s.read_armed)
+      wait_for(s, fd, true);
+    if (s.want_write && !s.write_armed)
+      wait_for(s, fd, false);
+  }
+
+  void wait_for(watched& s, int fd, bool read) {
+    (read ? s.read_armed : s.write_armed) = true;
+    using base = boost::asio::posix::descriptor_base;
+    s.descriptor.async_wait(read ? base::wait_read : base::wait_write,
+                            [weak = weak_from_this(), fd, serial = s.serial, read](const boost::system::error_code& ec) {
+                              if (auto self = weak.lock())
+                                self->ready(fd, serial, read, ec);
+                            });
   }
 
   watched* find(int fd, std::uint64_t serial) {

@@ -149,7 +149,7 @@ struct endpoint_watch::impl : std::enable_shared_from_this<impl> {
             ? tally->finish()
             : lookup_answer{lookup_result::error, {},
                             subject_of(source) + ": no answer within " + std::to_string(bound().count()) +
-                                " ms (" + std::to_string(outstanding) + " queries unanswered)"};
+                                " ms (unanswered queries: " + std::to_string(outstanding) + ")"};
     dns.reset(); // abandons what is still asked
     tally.reset();
     now = phase::waiting;

@@ -292,3 +292,36 @@ TEST_CASE("endpoint watch: destroyed during a lookup, no answer comes after", "[
   std::this_thread::sleep_for(100ms); // what an answer still under way would take to come
   CHECK(watch.count() == 0);
 }
+
+TEST_CASE("endpoint watch: an endpoints list of names and literals, one failing name fails the lookup", "[upstream][dns]") {
+  dns_stand_in dns(json{{"names", {{"a.test", {{"A", {"127.0.0.2"}}}}, {"b.test", {{"A", {"127.0.0.3"}}}}}}});
+  endpoint_source s;
+  s.entries = {{"a.test", 81, 7}, {"127.0.0.9", 82, 1}, {"b.test", 83, 2}};
+  watched_lookups watch(s, 100ms, 100, asking(dns, 2000ms));
+  CHECK(listing(watch.wait(0)) == std::vector<std::string>{"127.0.0.2:81/7@a.test", "127.0.0.3:83/2@b.test",
+                                                           "127.0.0.9:82/1@"});
+  // b.test's server fails: the whole lookup is an error (the upstream keeps its last good set),
+  // not an answer without b.test's endpoints.
+  dns.set_zone(json{{"names", {{"a.test", {{"A", {"127.0.0.2"}}}}, {"b.test", {{"fail", true}}}}}});
+  auto failed = watch.wait_for(1, [](const lookup_answer& a) { return a.result != lookup_result::ok; });
+  CHECK(failed.result == lookup_result::error);
+  CHECK(has(failed.detail, "b.test"));
+}
+
+TEST_CASE("endpoint watch: destroyed from inside its own answer", "[upstream][dns]") {
+  dns_stand_in dns(json{{"names", {{"svc.test", {{"A", {"127.0.0.2"}}}}}}});
+  boost::asio::io_context loop;
+  std::unique_ptr<gather::endpoint_watch> watch;
+  int answers = 0;
+  watch = std::make_unique<gather::endpoint_watch>(
+      loop, dns_source("svc.test", 80), 10ms, 100,
+      [&](lookup_answer) {
+        ++answers;
+        watch.reset();
+      },
+      asking(dns));
+  // The loop runs out of work once the watch is gone: no timer, no socket left behind.
+  loop.run_for(5s);
+  CHECK(answers == 1);
+  CHECK(loop.stopped());
+}

@@ -49,7 +49,9 @@ def answer(request, zone, limit):
     q = request.q
     name = str(q.qname).rstrip(".").lower()
     qtype = QTYPE[q.qtype]
-    print("query", name, qtype, flush=True)
+    # One write per line: the UDP and TCP threads print at once.
+    sys.stdout.write(f"query {name} {qtype}\n")
+    sys.stdout.flush()
     if zone.get("silent"):
         return None
     reply = request.reply()
