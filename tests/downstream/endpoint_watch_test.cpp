@@ -5,9 +5,14 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <cstdlib>
+#include <fstream>
 #include <future>
+#include <iterator>
 #include <mutex>
 #include <thread>
+
+#include <unistd.h>
 
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/post.hpp>
@@ -128,6 +133,15 @@ std::vector<std::string> listing(const lookup_answer& a) {
 }
 
 bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+std::string file_text(const std::string& path) {
+  std::ifstream in{path};
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+/// The line every private hosts file of these tests carries: the inner test checks it reads one.
+const std::string hosts_marker = "# gather-test: a private /etc/hosts\n";
+const std::string inner_hosts_test = "endpoint watch inside a mount namespace: /etc/hosts rewritten in place";
 
 } // namespace
 
@@ -324,4 +338,51 @@ TEST_CASE("endpoint watch: destroyed from inside its own answer", "[upstream][dn
   loop.run_for(5s);
   CHECK(answers == 1);
   CHECK(loop.stopped());
+}
+
+TEST_CASE("endpoint watch: a private /etc/hosts, bind-mounted and rewritten in place, is read at each refresh", "[upstream][dns]") {
+  // The watch runs in this binary again, under `unshare --mount` with a hosts file and a
+  // resolv.conf (nameserver 127.0.0.1, where nobody answers) bind-mounted over the machine's for
+  // that process alone: the system's resolver settings as the gateway reads them, none of the
+  // machine's files touched, no query leaving the machine.
+  if (::geteuid() != 0 && std::getenv("CI") == nullptr) {
+    WARN("skipped: unshare --mount needs root (CI runs it)");
+    return;
+  }
+  const std::string hosts = gather::test::temp_file("127.0.0.2 svc.internal\n" + hosts_marker, ".hosts");
+  const std::string resolv = gather::test::temp_file("nameserver 127.0.0.1\noptions timeout:1 attempts:1\n", ".conf");
+  char self[4096] = {};
+  REQUIRE(::readlink("/proc/self/exe", self, sizeof self - 1) > 0);
+  auto r = gather::test::run(
+      "/usr/bin/unshare",
+      {"--mount", "--propagation", "private", "sh", "-c",
+       "mount --bind \"$0\" /etc/hosts && mount --bind \"$1\" /etc/resolv.conf && "
+       "GATHER_TEST_HOSTS=\"$0\" exec \"$2\" \"$3\"",
+       hosts, resolv, self, inner_hosts_test});
+  INFO(r.out << r.err);
+  CHECK(r.code == 0);
+  CHECK(has(r.out, "All tests passed"));
+  std::remove(hosts.c_str());
+  std::remove(resolv.c_str());
+}
+
+// Hidden ([.]): run only by the test above, inside its mount namespace.
+TEST_CASE("endpoint watch inside a mount namespace: /etc/hosts rewritten in place", "[.][upstream_inside]") {
+  const char* path = std::getenv("GATHER_TEST_HOSTS");
+  REQUIRE(path != nullptr);
+  // Only ever the private copy: /etc/hosts is the file given (the bind mount holds).
+  REQUIRE(has(file_text("/etc/hosts"), hosts_marker));
+  REQUIRE(file_text("/etc/hosts") == file_text(path));
+  endpoint_source s;
+  s.entries = {{"svc.internal", 80, 1}};
+  watched_lookups watch(s, 50ms, 100); // the system's resolv.conf and /etc/hosts: the private ones
+  CHECK(listing(watch.wait(0)) == std::vector<std::string>{"127.0.0.2:80/1@svc.internal"});
+  std::ofstream{path} << "127.0.0.3 svc.internal\n127.0.0.4 svc.internal\n" << hosts_marker;
+  auto changed = watch.wait_for(1, [](const lookup_answer& a) { return a.endpoints.size() == 2; });
+  CHECK(listing(changed) == std::vector<std::string>{"127.0.0.3:80/1@svc.internal", "127.0.0.4:80/1@svc.internal"});
+  // Gone from the hosts file: the resolver asks DNS, where nobody answers: an error (the
+  // upstream would keep its last good set), never an answer without the name.
+  std::ofstream{path} << hosts_marker;
+  auto gone = watch.wait_for(2, [](const lookup_answer& a) { return a.result != lookup_result::ok; });
+  CHECK(gone.result == lookup_result::error);
 }
