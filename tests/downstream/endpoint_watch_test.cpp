@@ -361,7 +361,8 @@ TEST_CASE("endpoint watch: a private /etc/hosts, bind-mounted and rewritten in p
        hosts, resolv, self, inner_hosts_test});
   INFO(r.out << r.err);
   CHECK(r.code == 0);
-  CHECK(has(r.out, "All tests passed"));
+  CHECK(has(r.out, "All tests passed")); // the inner test ran (not "No tests ran") and passed
+  CHECK(has(r.out, " in 1 test case)"));
   std::remove(hosts.c_str());
   std::remove(resolv.c_str());
 }
@@ -369,7 +370,10 @@ TEST_CASE("endpoint watch: a private /etc/hosts, bind-mounted and rewritten in p
 // Hidden ([.]): run only by the test above, inside its mount namespace.
 TEST_CASE("endpoint watch inside a mount namespace: /etc/hosts rewritten in place", "[.][upstream_inside]") {
   const char* path = std::getenv("GATHER_TEST_HOSTS");
-  REQUIRE(path != nullptr);
+  if (!path) {
+    SUCCEED("GATHER_TEST_HOSTS is not set: run only by the test above, inside its namespace");
+    return;
+  }
   // Only ever the private copy: /etc/hosts is the file given (the bind mount holds).
   REQUIRE(has(file_text("/etc/hosts"), hosts_marker));
   REQUIRE(file_text("/etc/hosts") == file_text(path));
