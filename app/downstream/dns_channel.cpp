@@ -131,11 +131,11 @@ struct dns_channel::core : std::enable_shared_from_this<core> {
   void wait_for(watched& s, int fd, bool read) {
     (read ? s.read_armed : s.write_armed) = true;
     using base = boost::asio::posix::descriptor_base;
-    s.descriptor.async_wait(read ? base::wait_read : base::wait_write,
-                            [weak = weak_from_this(), fd, serial = s.serial, read](const boost::system::error_code& ec) {
-                              if (auto self = weak.lock())
-                                self->ready(fd, serial, read, ec);
-                            });
+    auto woke = [weak = weak_from_this(), fd, serial = s.serial, read](const boost::system::error_code& ec) {
+      if (auto self = weak.lock())
+        self->ready(fd, serial, read, ec);
+    };
+    s.descriptor.async_wait(read ? base::wait_read : base::wait_write, std::move(woke));
   }
 
   watched* find(int fd, std::uint64_t serial) {
