@@ -16,6 +16,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <map>
 #include <optional>
 
 #include <arpa/inet.h>
@@ -162,16 +163,20 @@ struct endpoint_watch::impl : std::enable_shared_from_this<impl> {
     dns = std::make_unique<dns_channel>(loop, options.servers);
     outstanding = 1; // held until every query is sent: an answer from /etc/hosts comes at once
     switch (source.what) {
-    case endpoint_source::kind::dns: ask_addresses(source.name, source.port, 1); break;
+    case endpoint_source::kind::dns: ask_addresses(source.name, {{source.port, 1}}); break;
     case endpoint_source::kind::srv: ask_srv(); break;
-    case endpoint_source::kind::endpoints:
+    case endpoint_source::kind::endpoints: {
+      std::map<std::string, std::vector<use>> names;
       for (const auto& entry : source.entries) {
         if (is_ip_literal(entry.host))
           tally->found("", {literal_text(entry.host)}, entry.port, entry.weight);
         else
-          ask_addresses(entry.host, entry.port, entry.weight);
+          names[entry.host].push_back({entry.port, entry.weight});
       }
+      for (auto& [name, uses] : names)
+        ask_addresses(name, std::move(uses));
       break;
+    }
     }
     answered_one();
   }
@@ -181,11 +186,19 @@ struct endpoint_watch::impl : std::enable_shared_from_this<impl> {
       post(event::answered); // not here: inside a c-ares callback the channel may not be destroyed
   }
 
-  void ask_addresses(const std::string& name, std::uint16_t port, std::uint32_t weight) {
+  /// A port and weight a name's addresses are endpoints of: a name listed twice (two entries,
+  /// two SRV records of one target) is asked for once.
+  struct use {
+    std::uint16_t port;
+    std::uint32_t weight;
+  };
+
+  void ask_addresses(const std::string& name, std::vector<use> uses) {
     ++outstanding;
-    dns->addresses(name, [this, name, port, weight](dns_addresses answer) {
+    dns->addresses(name, [this, name, uses = std::move(uses)](dns_addresses answer) {
       if (answer.status == dns_status::found)
-        tally->found(name, answer.addresses, port, weight);
+        for (const auto& u : uses)
+          tally->found(name, answer.addresses, u.port, u.weight);
       else if (answer.status == dns_status::nothing)
         tally->nothing(name, answer.error.empty() ? "no address" : answer.error);
       else
@@ -239,8 +252,11 @@ struct endpoint_watch::impl : std::enable_shared_from_this<impl> {
       kept.resize(max_endpoints);
     }
     auto weights = endpoint_weights(kept);
+    std::map<std::string, std::vector<use>> targets;
     for (std::size_t i = 0; i < kept.size(); ++i)
-      ask_addresses(kept[i].target, kept[i].port, weights[i]);
+      targets[kept[i].target].push_back({kept[i].port, weights[i]});
+    for (auto& [target, uses] : targets)
+      ask_addresses(target, std::move(uses));
   }
 
   /// A source of IP literals: one answer, on the loop's next turn, and nothing more.
