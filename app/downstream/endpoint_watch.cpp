@@ -274,6 +274,12 @@ struct endpoint_watch::impl : std::enable_shared_from_this<impl> {
   }
 };
 
+std::string endpoint_origin(const std::string& scheme, const found_endpoint& endpoint) {
+  const bool v6 = endpoint.address.find(':') != std::string::npos;
+  return scheme + "://" + (v6 ? "[" + endpoint.address + "]" : endpoint.address) + ":" +
+         std::to_string(endpoint.port);
+}
+
 endpoint_watch::endpoint_watch(boost::asio::io_context& loop, endpoint_source source,
                                std::chrono::milliseconds refresh, std::size_t max_endpoints, completion done)
     : endpoint_watch(loop, std::move(source), refresh, max_endpoints, std::move(done), {}) {}

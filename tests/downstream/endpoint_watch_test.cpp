@@ -390,3 +390,8 @@ TEST_CASE("endpoint watch inside a mount namespace: /etc/hosts rewritten in plac
   auto gone = watch.wait_for(2, [](const lookup_answer& a) { return a.result != lookup_result::ok; });
   CHECK(gone.result == lookup_result::error);
 }
+
+TEST_CASE("endpoint origin: an IPv6 address in brackets", "[unit][upstream]") {
+  CHECK(gather::endpoint_origin("http", {"10.0.0.7", 9002, 1, ""}) == "http://10.0.0.7:9002");
+  CHECK(gather::endpoint_origin("https", {"fd00::7", 50051, 2, "lib.test"}) == "https://[fd00::7]:50051");
+}

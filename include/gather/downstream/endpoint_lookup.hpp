@@ -31,6 +31,10 @@ inline bool operator==(const found_endpoint& a, const found_endpoint& b) {
 }
 inline bool operator!=(const found_endpoint& a, const found_endpoint& b) { return !(a == b); }
 
+/// "scheme://address:port" of an endpoint, an IPv6 address in brackets ("http://[fd00::7]:50051"):
+/// the origin the downstream client calls it by and a health probe is given.
+std::string endpoint_origin(const std::string& scheme, const found_endpoint& endpoint);
+
 /// How a lookup ended: the labels of gather_upstream_lookups_total.
 enum class lookup_result { ok, error, empty };
 
