@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <future>
 #include <iterator>
@@ -134,6 +135,11 @@ std::vector<std::string> listing(const lookup_answer& a) {
 
 bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
+std::size_t process_threads() {
+  auto tasks = std::filesystem::directory_iterator("/proc/self/task");
+  return static_cast<std::size_t>(std::distance(std::filesystem::begin(tasks), std::filesystem::end(tasks)));
+}
+
 std::string file_text(const std::string& path) {
   std::ifstream in{path};
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
@@ -160,8 +166,11 @@ TEST_CASE("endpoint watch: IP literals answer once, at once, and are never looke
 
 TEST_CASE("endpoint watch: a name's A and AAAA addresses, each an endpoint of the port", "[upstream][dns]") {
   dns_stand_in dns(json{{"names", {{"svc.test", {{"A", {"127.0.0.2", "127.0.0.3"}}, {"AAAA", {"::1"}}}}}}});
+  const auto threads_before = process_threads();
   watched_lookups watch(dns_source("svc.test", 8080), 60s, 100, asking(dns));
   auto a = watch.wait(0);
+  // The loop's own thread and no other: c-ares asked on the loop (getaddrinfo would need one).
+  CHECK(process_threads() == threads_before + 1);
   REQUIRE(a.result == lookup_result::ok);
   CHECK(listing(a) == std::vector<std::string>{"127.0.0.2:8080/1@svc.test", "127.0.0.3:8080/1@svc.test",
                                                "::1:8080/1@svc.test"});
