@@ -734,6 +734,8 @@ async function poll() {
   let ups = null;
   if (upstreamsText.status === "fulfilled") {
     try { ups = JSON.parse(upstreamsText.value); } catch (e) { problems.push("/debug/upstreams: " + e.message); }
+  } else if (upstreamsText.reason && upstreamsText.reason.message === "HTTP 404") {
+    ups = {upstreams: {}}; // a gateway without the endpoint: none to show, nothing wrong
   } else {
     problems.push("/debug/upstreams: " + (upstreamsText.reason && upstreamsText.reason.message || "unreachable"));
   }
