@@ -76,14 +76,18 @@ void log_event(const char* event, nlohmann::ordered_json rest) {
 std::shared_ptr<const serving_config> generation_of(config cfg, std::uint64_t number,
                                                     metrics::registry& series, jwks_registry& keys,
                                                     std::shared_ptr<shared_store> store,
-                                                    reflection_registry& reflection) {
+                                                    reflection_registry& reflection,
+                                                    upstream_registry& upstreams) {
   // `gather serve` built the descriptors when it checked the file; a config made otherwise (the
   // demo, a test) gets them here.
   if (const auto problems = attach_proto_catalog(cfg); !problems.empty())
     throw std::runtime_error(problems.front());
+  // An upstream's TLS files as OpenSSL reads them (gather check only saw that they open).
+  if (const auto problems = upstreams.check(cfg); !problems.empty())
+    throw std::runtime_error(problems.front());
   auto gates = make_admission_gates(cfg, &keys, store);
   return std::make_shared<const serving_config>(std::move(cfg), number, series, std::move(gates),
-                                                &reflection, std::move(store));
+                                                &reflection, std::move(store), &upstreams);
 }
 
 /// The store of `cfg.shared` (docs/shared.md), null without one. Reads the password file and
@@ -130,6 +134,8 @@ struct gateway::impl {
   /// The targets' server reflection (docs/grpc.md): what each gave, kept across reloads; asks
   /// through `client`, like `keys`.
   reflection_registry reflection{[](const std::string& line) { write_log_line(line); }};
+  /// The upstreams' tables of endpoints (docs/upstreams.md), kept across reloads.
+  upstream_registry upstreams{[](const std::string& line) { write_log_line(line); }};
   /// The generation the gateway started on: its restart-only keys stay in force.
   std::shared_ptr<const serving_config> first;
   const config& cfg = first->cfg;
@@ -169,7 +175,7 @@ struct gateway::impl {
 
   explicit impl(config c)
     : store(store_of(c)),
-      first(generation_of(std::move(c), 1, series, keys, store, reflection)),
+      first(generation_of(std::move(c), 1, series, keys, store, reflection, upstreams)),
       spans(exporter_of(cfg, client, loops)),
       stopper{started(loops)},
       system(actor_config(actor_cfg, cfg, loops)),
@@ -255,8 +261,16 @@ bool gateway::reload(config_result loaded, const std::string& source) {
     store->start(im.loops, im.stats.shared);
   else
     im.stats.shared.up.store(-1);
+  if (const auto problems = im.upstreams.check(next); !problems.empty()) {
+    im.stats.config_reloads_invalid.fetch_add(1);
+    log_event("config_reload", {{"result", "invalid"}, {"file", source}, {"problems", problems.size()},
+                                {"generation", im.generations}, {"detail", problems.front()}});
+    if (store)
+      store->stop();
+    return false;
+  }
   auto generation = generation_of(std::move(next), ++im.generations, im.series, im.keys, store,
-                                  im.reflection);
+                                  im.reflection, im.upstreams);
   if (generation->reflected)
     generation->reflected->ask_all(); // no wait: what the targets gave before serves meanwhile
   const auto routes = generation->cfg.routes.size();
