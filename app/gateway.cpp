@@ -20,6 +20,7 @@
 #include "gather/downstream/downstream_client.hpp"
 #include "gather/downstream/grpc_reflection.hpp"
 #include "gather/downstream/proto_catalog.hpp"
+#include "gather/downstream/upstream_feeds.hpp"
 #include "gather/front/http_server.hpp"
 #include "gather/front/request_dispatch.hpp"
 #include "gather/resilience/section_guards.hpp"
@@ -148,6 +149,9 @@ struct gateway::impl {
   downstream_client client{loops, link_bounds{cfg.downstream_idle_timeout, cfg.downstream_drain_quiet}};
   std::unique_ptr<span_exporter> spans; ///< exports nothing without tracing; outlives the actors that record
   loops_stopper stopper;
+  /// The upstreams' lookups and health checks on the loops (docs/upstreams.md): stopped before
+  /// the loops stop, so declared after their stopper.
+  upstream_feeds feeds{loops, client};
   caf::actor_system_config actor_cfg;
   caf::actor_system system;
   section_cache cache;
@@ -189,6 +193,7 @@ struct gateway::impl {
                              : nullptr) {
     keys.start(client);
     reflection.start(client);
+    feeds.apply(cfg, upstreams.current());
     if (first->reflected)
       first->reflected->ask_all();
     if (store)
@@ -276,6 +281,7 @@ bool gateway::reload(config_result loaded, const std::string& source) {
   const auto routes = generation->cfg.routes.size();
   const auto sections = section_count(generation->cfg);
   im.serving.install(std::move(generation));
+  im.feeds.apply(im.serving.current()->cfg, im.upstreams.current());
   if (im.store)
     im.store->stop();
   im.store = std::move(store);

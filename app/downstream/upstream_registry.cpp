@@ -31,7 +31,9 @@ upstream_directory upstream_registry::apply(const config& cfg) {
   }
   for (auto& [name, table] : tables_) {
     std::string ignored;
-    table->configure(upstream_config{name}, ignored); // an empty list: every endpoint leaves
+    upstream_config gone;
+    gone.name = name;
+    table->configure(gone, ignored); // an empty list: every endpoint leaves
   }
   tables_ = next;
   return next;

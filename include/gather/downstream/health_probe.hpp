@@ -44,10 +44,13 @@ struct health_probe_spec {
 };
 
 /// Probes the endpoint at `origin` ("http://10.0.0.7:9002", "http://[fd00::7]:50051", "https://...")
-/// once. `done` runs once, on the loop that ran the probe (the caller's when it is one of the
-/// client's loops), unless the returned id is cancelled first (downstream_client::cancel).
+/// once; with `target` (an upstream's endpoint, call_target.hpp) through that endpoint's own
+/// connections, TLS and authority, as its calls go. `done` runs once, on the loop that ran the
+/// probe (the caller's when it is one of the client's loops), unless the returned id is
+/// cancelled first (downstream_client::cancel).
 std::uint64_t probe_endpoint(downstream_client& client, const std::string& origin,
-                             const health_probe_spec& spec, std::function<void(probe_outcome)> done);
+                             const health_probe_spec& spec, std::function<void(probe_outcome)> done,
+                             std::shared_ptr<const call_target> target = nullptr);
 
 /// grpc.health.v1's messages (grpc/health/v1/health.proto), written by hand: a
 /// HealthCheckRequest for `service`, and the `status` of a HealthCheckResponse (0 UNKNOWN,
@@ -74,6 +77,9 @@ struct health_schedule_options {
   health_probe_spec probe;
   std::chrono::milliseconds interval{5000}; ///< `interval_ms`: from one probe's start to the next's
   unsigned unhealthy = 3, healthy = 2;
+  /// The endpoint an origin names, asked at each probe (an upstream's table: its endpoints'
+  /// targets, which a reload of its `tls` replaces); empty or null: the origin itself.
+  std::function<std::shared_ptr<const call_target>(const std::string& origin)> target_of{};
 };
 
 /// Probes each of an upstream's endpoints every `interval` on one event loop. The first probes are
