@@ -228,8 +228,9 @@ void launch(coordinator_ptr self, std::size_t i) {
   }
   if (!url)
     return finish(st, i, skipped("a field the url reads is absent or not a scalar"));
-  auto call = make_section_call(section, st.job->route_index, i, std::move(*url), st.job->inbound,
+  auto made = make_section_call(section, st.job->route_index, i, std::move(*url), st.job->inbound,
                                 st.deadline, st.progress, *st.job->serving);
+  auto& call = *made;
   if (grpc) { // the key was made from the message; the call goes to the target
     call.work.url = section.grpc->target;
     call.grpc = std::move(grpc);
@@ -239,7 +240,7 @@ void launch(coordinator_ptr self, std::size_t i) {
   else if (auto ended = prepare_write(call, section, st.job->inbound))
     return finish(st, i, std::move(*ended));
   auto worker = self->spawn(section_worker, caf::actor_cast<caf::actor>(self),
-                            std::ref(st.job->services), st.job->serving, std::move(call));
+                            std::ref(st.job->services), st.job->serving, std::move(made));
   st.workers[i] = worker;
   st.phases[i] = phase::running;
   st.started[i] = clock::now();

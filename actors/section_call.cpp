@@ -9,11 +9,13 @@
 
 namespace gather {
 
-section_call make_section_call(const section_config& section, std::size_t route, std::size_t index,
-                               std::string url, const inbound_request& in, steady_time deadline,
-                               std::shared_ptr<request_progress> progress,
-                               const serving_config& serving) {
-  section_call call;
+std::unique_ptr<section_call> make_section_call(const section_config& section, std::size_t route,
+                                                std::size_t index, std::string url,
+                                                const inbound_request& in, steady_time deadline,
+                                                std::shared_ptr<request_progress> progress,
+                                                const serving_config& serving) {
+  auto made = std::make_unique<section_call>();
+  auto& call = *made;
   auto& work = call.work;
   work.url = std::move(url);
   work.headers = downstream_headers(section.forward_headers, in);
@@ -50,7 +52,7 @@ section_call make_section_call(const section_config& section, std::size_t route,
     call.stale_ttl = section.stale_ttl;
     call.cache_shared = section.cache_shared && serving.store;
   }
-  return call;
+  return made;
 }
 
 section_call_request call_request_of(const section_call& call, millis left, steady_time now) {

@@ -298,12 +298,13 @@ void stop(worker_ptr self) {
 
 caf::behavior section_worker(caf::stateful_actor<section_worker_state>* self, caf::actor coordinator,
                              const process_services& services,
-                             std::shared_ptr<const serving_config> serving, section_call call) {
+                             std::shared_ptr<const serving_config> serving,
+                             std::unique_ptr<section_call> call) {
   auto& st = self->state;
   st.services = &services;
   st.serving = std::move(serving);
   st.alive = live_count{services.stats.workers};
-  st.call = std::move(call);
+  st.call = std::move(*call);
   st.coordinator = coordinator;
   // A gateway's worker is stopped by its coordinator's exit message when the request is answered
   // before the section ends. A node's worker watches the gateway's worker that sent it, in

@@ -96,7 +96,8 @@ private:
 
 void quiet_clock::note(caf::abstract_actor* self) {
   std::lock_guard<std::mutex> lock(mutex_);
-  with_timeouts_.insert(self->id());
+  if (with_timeouts_.insert(self->id()).second)
+    timed_.fetch_add(1, std::memory_order_relaxed);
 }
 
 void quiet_clock::set_ordinary_timeout(time_point t, caf::abstract_actor* self, caf::atom_value type,
@@ -117,10 +118,13 @@ void quiet_clock::set_request_timeout(time_point t, caf::abstract_actor* self, c
 }
 
 void quiet_clock::cancel_timeouts(caf::abstract_actor* self) {
+  if (timed_.load(std::memory_order_relaxed) == 0)
+    return; // no actor has one: nothing on the clock thread to cancel
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (with_timeouts_.erase(self->id()) == 0)
       return; // it never set one: nothing on the clock thread to cancel
+    timed_.fetch_sub(1, std::memory_order_relaxed);
   }
   thread_safe_actor_clock::cancel_timeouts(self);
 }

@@ -53,11 +53,12 @@ struct section_call {
 };
 
 /// Resolves section `index` of route `route` (in `serving`, the request's generation) for one
-/// request whose URL rendered to `url`.
-section_call make_section_call(const section_config& section, std::size_t route, std::size_t index,
-                               std::string url, const inbound_request& in, steady_time deadline,
-                               std::shared_ptr<request_progress> progress,
-                               const serving_config& serving);
+/// request whose URL rendered to `url`; made where the worker's spawn takes it (section_worker).
+std::unique_ptr<section_call> make_section_call(const section_config& section, std::size_t route,
+                                                std::size_t index, std::string url,
+                                                const inbound_request& in, steady_time deadline,
+                                                std::shared_ptr<request_progress> progress,
+                                                const serving_config& serving);
 
 /// One call of `call`'s current attempt, which has `left` of its timeout at `now`: what the call
 /// face (call_face.hpp) starts, its headers with the deadline header (gRPC: grpc-timeout instead).
@@ -101,11 +102,15 @@ struct section_worker_state {
   static inline const char* name = "section_worker";
 };
 
-/// Spawned by a coordinator, which it monitors: when the coordinator goes, the worker cancels its
-/// transfer and quits. Answers `run_atom` once with a section_outcome. On a cluster node the
-/// "coordinator" is the gateway-side worker that sent the work.
+/// Spawned by a coordinator, which stops it by an exit message when it answers first: the worker
+/// then cancels its transfer and quits. Answers `run_atom` once with a section_outcome. On a
+/// cluster node the "coordinator" is the gateway-side worker that sent the work, which it monitors.
+/// The call comes behind a pointer: CAF moves a spawn's arguments twice before the behavior has
+/// them (into the spawn's tuple, then into the call), and a section_call is a dozen strings and
+/// vectors; this way it is moved once, into the state.
 caf::behavior section_worker(caf::stateful_actor<section_worker_state>* self, caf::actor coordinator,
                              const process_services& services,
-                             std::shared_ptr<const serving_config> serving, section_call call);
+                             std::shared_ptr<const serving_config> serving,
+                             std::unique_ptr<section_call> call);
 
 } // namespace gather
