@@ -76,8 +76,13 @@ struct section_worker_state {
   std::shared_ptr<const serving_config> serving;
   section_call call; ///< its guard points into `serving`, declared before what holds its slots
   caf::actor coordinator;
+  /// A node's worker answers the run request its node delegated to it (the gateway worker's).
   caf::typed_response_promise<section_outcome> promise;
   bool promised = false;
+  /// A gateway's worker starts when spawned and sends its outcome to its coordinator
+  /// (outcome_atom): no request, response promise or response handler per section. Until it has,
+  /// it owes one, which its state's end sends if nothing else did (an exception ended it).
+  bool owes_outcome = false;
   live_count alive;                 ///< in gateway_stats::workers while the worker lives
   // What the worker started ends itself when the state goes (section_attempts.hpp): the worker
   // needs no destructor, however it ends.
@@ -99,12 +104,16 @@ struct section_worker_state {
   std::string shared_token;    ///< the lock's value if this worker takes it
   std::string shared_stale;    ///< a stale entry from the store, shown if the call fails
 
+  ~section_worker_state();
+
   static inline const char* name = "section_worker";
 };
 
 /// Spawned by a coordinator, which stops it by an exit message when it answers first: the worker
-/// then cancels its transfer and quits. Answers `run_atom` once with a section_outcome. On a
-/// cluster node the "coordinator" is the gateway-side worker that sent the work, which it monitors.
+/// then cancels its transfer and quits. It starts at once and sends its coordinator one
+/// (outcome_atom, index, section_outcome). On a cluster node the "coordinator" is the gateway-side
+/// worker that sent the work, which it monitors; there it waits for `run_atom` (the node's
+/// delegated request) and answers it once with a section_outcome.
 /// The call comes behind a pointer: CAF moves a spawn's arguments twice before the behavior has
 /// them (into the spawn's tuple, then into the call), and a section_call is a dozen strings and
 /// vectors; this way it is moved once, into the state.
