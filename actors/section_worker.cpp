@@ -153,7 +153,7 @@ void launch_call(worker_ptr self, bool retry, concurrency_limit::slot slot) {
         else
           caf::anon_send(me, done_atom::value, seq, std::move(v));
       });
-  st.attempt.add(running_call{seq, transfer, now, std::move(span), std::move(slot)});
+  st.attempt.add(seq, transfer, now, std::move(span), std::move(slot));
 }
 
 
@@ -247,14 +247,12 @@ void execute(worker_ptr self) {
 /// attempt only once every call of it has failed (its result is the last failure).
 void call_ended(worker_ptr self, std::uint32_t seq, answer_verdict&& verdict) {
   auto& st = self->state;
-  auto call = st.attempt.take(seq);
-  if (!call) { // cancelled while its answer was already on the way
+  steady_time started;
+  call_span span;
+  if (!st.attempt.end_call(seq, started, span)) { // cancelled while its answer was on the way
     st.services->stats.late_replies.fetch_add(1, std::memory_order_relaxed);
     return;
   }
-  const auto started = call->started;
-  auto span = std::move(call->span);
-  call.reset(); // its bulkhead slot goes back
   if (verdict.grpc_code >= 0) { // a node's call is counted by the gateway that sent it
     if (st.call.guard)
       st.serving->counters.grpc_call(st.call.route, st.call.index, verdict.grpc_code);
