@@ -87,7 +87,8 @@ section_call_request call_request_of(const section_call& call, millis left, stea
   request.max_items = work.max_items;
   request.http2 = work.http2;
   request.grpc = call.grpc;
-  request.deadline_header = work.deadline_header;
+  if (call.grpc) // what metadata_of leaves out; an HTTP call's line is in its header block
+    request.deadline_header = work.deadline_header;
   if (work.write) { // a route's write (docs/api.md#write-routes)
     request.write = true;
     request.pass_errors = work.pass_errors;
