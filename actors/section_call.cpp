@@ -57,6 +57,8 @@ std::unique_ptr<section_call> make_section_call(const section_config& section, s
   call.route = route;
   call.index = index;
   call.name = section.name;
+  if (in.trace.started()) // the traceparent line downstream_headers wrote
+    call.trace = traceparent{in.trace.trace_id, in.trace.span_id, in.trace.sampled};
   call.deadline = deadline;
   call.progress = std::move(progress);
   call.store_time = in.store_time;

@@ -127,7 +127,8 @@ void launch_call(worker_ptr self, bool retry, concurrency_limit::slot slot) {
   const auto left = std::max(millis{1}, attempt_timeout - std::chrono::duration_cast<millis>(
                                                             now - st.attempt.started()));
   auto request = call_request_of(st.call, left, now);
-  auto span = call_span::begin(&st.services->spans, request.header_lines, st.call.name, st.attempts);
+  auto span = call_span::begin(&st.services->spans, request.header_lines, st.call.name, st.attempts,
+                               st.call.trace ? &*st.call.trace : nullptr);
   if (st.call.grpc)
     span.rpc(st.call.grpc->path);
   const auto seq = ++st.next_seq;

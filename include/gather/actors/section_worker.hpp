@@ -16,6 +16,7 @@
 #include "gather/actors/section_attempts.hpp"
 #include "gather/downstream/call_face.hpp"
 #include "gather/downstream/downstream_client.hpp"
+#include "gather/tracing/traceparent.hpp"
 #include "gather/values/gateway_stats.hpp"
 #include "gather/values/inbound_request.hpp"
 #include "gather/values/section_outcome.hpp"
@@ -33,6 +34,9 @@ struct section_call {
   std::size_t route = 0; ///< the route's position in the config (metrics)
   std::size_t index = 0; ///< the section's position in its route
   std::string name;      ///< the section's name (its calls' spans); empty on a cluster node
+  /// What its calls' traceparent line says (the request's trace), when the request has one: their
+  /// spans take it from here instead of parsing the line. None on a cluster node.
+  std::optional<traceparent> trace;
   steady_time deadline;
   /// Shared with the request's coordinator: whether it answered, the calls each section started.
   std::shared_ptr<request_progress> progress;
