@@ -61,7 +61,7 @@ std::int64_t ms_since(steady_time t) {
   return std::chrono::duration_cast<millis>(clock::now() - t).count();
 }
 
-void finish(coordinator_state& st, std::size_t i, section_outcome outcome);
+void finish(coordinator_state& st, std::size_t i, section_outcome&& outcome);
 section_outcome skipped(std::string why);
 void hung_up(coordinator_ptr self);
 
@@ -162,7 +162,7 @@ bool decided(const coordinator_state& st) {
   return false;
 }
 
-void finish(coordinator_state& st, std::size_t i, section_outcome outcome) {
+void finish(coordinator_state& st, std::size_t i, section_outcome&& outcome) {
   if (st.phases[i] == phase::done)
     return;
   st.phases[i] = phase::done;
@@ -208,7 +208,7 @@ std::optional<nlohmann::json> resolve_value(coordinator_state& st, const url_par
   return *field;
 }
 
-void on_outcome(coordinator_ptr self, std::size_t i, section_outcome outcome);
+void on_outcome(coordinator_ptr self, std::size_t i, section_outcome&& outcome);
 
 void launch(coordinator_ptr self, std::size_t i) {
   auto& st = self->state;
@@ -228,8 +228,9 @@ void launch(coordinator_ptr self, std::size_t i) {
   }
   if (!url)
     return finish(st, i, skipped("a field the url reads is absent or not a scalar"));
-  auto call = make_section_call(section, st.job->route_index, i, std::move(*url), st.job->inbound,
+  auto made = make_section_call(section, st.job->route_index, i, std::move(*url), st.job->inbound,
                                 st.deadline, st.progress, *st.job->serving);
+  auto& call = *made;
   if (grpc) { // the key was made from the message; the call goes to the target
     call.work.url = section.grpc->target;
     call.grpc = std::move(grpc);
@@ -239,25 +240,14 @@ void launch(coordinator_ptr self, std::size_t i) {
   else if (auto ended = prepare_write(call, section, st.job->inbound))
     return finish(st, i, std::move(*ended));
   auto worker = self->spawn(section_worker, caf::actor_cast<caf::actor>(self),
-                            std::ref(st.job->services), st.job->serving, std::move(call));
+                            std::ref(st.job->services), st.job->serving, std::move(made));
   st.workers[i] = worker;
   st.phases[i] = phase::running;
   st.started[i] = clock::now();
-  // No timeout on this request: the worker's attempts have exact timeouts of their own (the client's),
-  // and the deadline message bounds everything else. (A request timeout would be one more entry
-  // on CAF's clock thread per section: a thread wake-up each.)
-  self->request(worker, caf::infinite, run_atom::value)
-    .then([self, i](section_outcome& outcome) { on_outcome(self, i, std::move(outcome)); },
-          [self, i, worker](caf::error& err) {
-            // The worker vanished without an answer: stop it, call the section an error.
-            self->send_exit(worker, caf::exit_reason::user_shutdown);
-            section_outcome outcome;
-            outcome.status = section_status::error;
-            outcome.attempts = self->state.progress->calls_started(i);
-            outcome.ms = ms_since(self->state.started[i]);
-            outcome.detail = "worker: " + self->system().render(err);
-            on_outcome(self, i, std::move(outcome));
-          });
+  // The worker starts as it is spawned and sends (outcome_atom, i, outcome) once: no request, so
+  // no response promise, response handler or request id per section. No timeout either: its
+  // attempts have exact timeouts of their own (the client's), and the deadline message bounds
+  // everything else.
 }
 
 /// Starts every waiting section whose dependencies have all ended; answers once decided.
@@ -289,7 +279,7 @@ void advance(coordinator_ptr self) {
     send_events(self);
 }
 
-void on_outcome(coordinator_ptr self, std::size_t i, section_outcome outcome) {
+void on_outcome(coordinator_ptr self, std::size_t i, section_outcome&& outcome) {
   self->state.workers[i] = nullptr; // it has quit
   finish(self->state, i, std::move(outcome));
   advance(self);
@@ -385,6 +375,10 @@ caf::behavior coordinator(caf::stateful_actor<coordinator_state>* self,
   else
     advance(self); // the deadline message comes from the front (see aggregate_job)
   return {
+    [self](outcome_atom, std::size_t i, section_outcome& outcome) {
+      if (i < self->state.phases.size())
+        on_outcome(self, i, std::move(outcome));
+    },
     [self](deadline_atom) { on_deadline(self); },
     [self](gate_atom) { gate_decided(self); },
   };

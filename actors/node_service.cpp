@@ -29,7 +29,8 @@ caf::behavior node_service(caf::event_based_actor* self, const process_services&
     },
     [self, &services, serving](work_atom, section_work& work) {
       auto requester = caf::actor_cast<caf::actor>(self->current_sender());
-      section_call call;
+      auto made = std::make_unique<section_call>();
+      auto& call = *made;
       call.deadline = std::chrono::steady_clock::now() + millis{work.budget_ms};
       call.work = std::move(work);
       call.progress = std::make_shared<request_progress>(0); // its attempts: counted by message
@@ -40,7 +41,7 @@ caf::behavior node_service(caf::event_based_actor* self, const process_services&
         part->max_messages = static_cast<std::size_t>(call.work.grpc_max_messages);
         call.grpc = std::move(part);
       }
-      auto worker = self->spawn(section_worker, requester, std::ref(services), serving, std::move(call));
+      auto worker = self->spawn(section_worker, requester, std::ref(services), serving, std::move(made));
       return self->delegate(worker, run_atom::value);
     },
   };

@@ -38,14 +38,25 @@ void hedged_attempt::count_call(std::uint32_t seq) {
     first_ = seq;
 }
 
-std::optional<running_call> hedged_attempt::take(std::uint32_t seq) {
+void hedged_attempt::add(std::uint32_t seq, std::uint64_t transfer, steady_time started,
+                         call_span&& span, concurrency_limit::slot&& slot) {
+  auto& call = calls_.emplace_back();
+  call.seq = seq;
+  call.transfer = transfer;
+  call.started = started;
+  call.span = std::move(span);
+  call.slot = std::move(slot);
+}
+
+bool hedged_attempt::end_call(std::uint32_t seq, steady_time& started, call_span& span) {
   auto it = std::find_if(calls_.begin(), calls_.end(),
                          [seq](const running_call& c) { return c.seq == seq; });
   if (it == calls_.end())
-    return std::nullopt;
-  std::optional<running_call> call{std::move(*it)};
-  calls_.erase(it);
-  return call;
+    return false;
+  started = it->started;
+  span = std::move(it->span);
+  calls_.erase(it); // its slot goes back
+  return true;
 }
 
 void hedged_attempt::cancel() {

@@ -1,3 +1,5 @@
+#include <algorithm>
+#include <array>
 #include <charconv>
 #include <chrono>
 
@@ -9,11 +11,32 @@
 
 namespace gather {
 
-section_call make_section_call(const section_config& section, std::size_t route, std::size_t index,
-                               std::string url, const inbound_request& in, steady_time deadline,
-                               std::shared_ptr<request_progress> progress,
-                               const serving_config& serving) {
-  section_call call;
+namespace {
+
+/// What a deadline line holds besides its name: ": " and at most 20 digits.
+constexpr std::size_t deadline_line_extra = 24;
+
+/// "Name: N" written at `out`, which has room for the name and deadline_line_extra; its length.
+std::size_t write_deadline_line(char* out, const std::string& name, millis call_timeout,
+                                std::chrono::nanoseconds left) {
+  const auto left_ms = std::chrono::duration_cast<millis>(left);
+  const auto ms = std::max<std::int64_t>(1, std::min(call_timeout, left_ms).count());
+  char* at = std::copy(name.begin(), name.end(), out);
+  *at++ = ':';
+  *at++ = ' ';
+  at = std::to_chars(at, out + name.size() + deadline_line_extra, ms).ptr;
+  return static_cast<std::size_t>(at - out);
+}
+
+} // namespace
+
+std::unique_ptr<section_call> make_section_call(const section_config& section, std::size_t route,
+                                                std::size_t index, std::string url,
+                                                const inbound_request& in, steady_time deadline,
+                                                std::shared_ptr<request_progress> progress,
+                                                const serving_config& serving) {
+  auto made = std::make_unique<section_call>();
+  auto& call = *made;
   auto& work = call.work;
   work.url = std::move(url);
   work.headers = downstream_headers(section.forward_headers, in);
@@ -34,6 +57,8 @@ section_call make_section_call(const section_config& section, std::size_t route,
   call.route = route;
   call.index = index;
   call.name = section.name;
+  if (in.trace.started()) // the traceparent line downstream_headers wrote
+    call.trace = traceparent{in.trace.trace_id, in.trace.span_id, in.trace.sampled};
   call.deadline = deadline;
   call.progress = std::move(progress);
   call.store_time = in.store_time;
@@ -51,7 +76,7 @@ section_call make_section_call(const section_config& section, std::size_t route,
     call.stale_ttl = section.stale_ttl;
     call.cache_shared = section.cache_shared && serving.store;
   }
-  return call;
+  return made;
 }
 
 section_call_request call_request_of(const section_call& call, millis left, steady_time now) {
@@ -66,7 +91,8 @@ section_call_request call_request_of(const section_call& call, millis left, stea
   request.http2 = work.http2;
   request.grpc = call.grpc;
   request.upstream = call.upstream;
-  request.deadline_header = work.deadline_header;
+  if (call.grpc) // what metadata_of leaves out; an HTTP call's line is in its header block
+    request.deadline_header = work.deadline_header;
   if (work.write) { // a route's write (docs/api.md#write-routes)
     request.write = true;
     request.pass_errors = work.pass_errors;
@@ -74,23 +100,27 @@ section_call_request call_request_of(const section_call& call, millis left, stea
       request.method = work.method;
     request.body = work.body;
   }
-  request.header_lines = header_block(
-      work.headers, work.deadline_header.empty() || call.grpc // gRPC says it in grpc-timeout
-                        ? std::string{}
-                        : deadline_header_line(work.deadline_header, left, call.deadline - now));
+  // The deadline line is written on the stack (a header name is short; a longer one spills to
+  // the heap): every call's line was a string allocated only to be copied into the block.
+  std::string_view deadline_line;
+  std::array<char, 128> on_stack;
+  std::string spilled;
+  if (!work.deadline_header.empty() && !call.grpc) { // gRPC says it in grpc-timeout
+    char* out = on_stack.data();
+    if (work.deadline_header.size() + deadline_line_extra > on_stack.size()) {
+      spilled.resize(work.deadline_header.size() + deadline_line_extra);
+      out = spilled.data();
+    }
+    deadline_line = {out, write_deadline_line(out, work.deadline_header, left, call.deadline - now)};
+  }
+  request.header_lines = header_block(work.headers, deadline_line);
   return request;
 }
 
 std::string deadline_header_line(const std::string& name, millis call_timeout,
                                  std::chrono::nanoseconds left) {
-  const auto left_ms = std::chrono::duration_cast<millis>(left);
-  const auto ms = std::max<std::int64_t>(1, std::min(call_timeout, left_ms).count());
-  std::string line;
-  line.reserve(name.size() + 24); // ": " and the digits: one allocation
-  line += name;
-  line += ": ";
-  char digits[24];
-  line.append(digits, std::to_chars(digits, digits + sizeof digits, ms).ptr);
+  std::string line(name.size() + deadline_line_extra, '\0');
+  line.resize(write_deadline_line(line.data(), name, call_timeout, left));
   return line;
 }
 

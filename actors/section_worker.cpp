@@ -59,18 +59,23 @@ millis time_left(const section_worker_state& st) {
   return std::max(millis{1}, std::chrono::duration_cast<millis>(st.call.deadline - clock::now()));
 }
 
-void reply(worker_ptr self, section_outcome outcome) {
+void reply(worker_ptr self, section_outcome&& outcome) {
   auto& st = self->state;
   outcome.ms = std::chrono::duration_cast<millis>(clock::now() - st.started).count();
   // The coordinator may have answered already: this reply then lands on a dead mailbox.
   if (st.call.progress->answered.load(std::memory_order_relaxed))
     st.services->stats.late_replies.fetch_add(1, std::memory_order_relaxed);
-  st.promise.deliver(std::move(outcome));
-  st.promised = false;
+  if (st.promised) {
+    st.promise.deliver(std::move(outcome));
+    st.promised = false;
+  } else if (st.owes_outcome) {
+    st.owes_outcome = false;
+    self->send(st.coordinator, outcome_atom::value, st.call.index, std::move(outcome));
+  }
   self->quit();
 }
 
-void finish(worker_ptr self, section_outcome outcome) {
+void finish(worker_ptr self, section_outcome&& outcome) {
   outcome.attempts = self->state.attempts;
   outcome.hedges = self->state.hedges;
   if (outcome.not_made == not_made_reason::none)
@@ -122,7 +127,8 @@ void launch_call(worker_ptr self, bool retry, concurrency_limit::slot slot) {
   const auto left = std::max(millis{1}, attempt_timeout - std::chrono::duration_cast<millis>(
                                                             now - st.attempt.started()));
   auto request = call_request_of(st.call, left, now);
-  auto span = call_span::begin(&st.services->spans, request.header_lines, st.call.name, st.attempts);
+  auto span = call_span::begin(&st.services->spans, request.header_lines, st.call.name, st.attempts,
+                               st.call.trace ? &*st.call.trace : nullptr);
   if (st.call.grpc)
     span.rpc(st.call.grpc->path);
   const auto seq = ++st.next_seq;
@@ -155,7 +161,7 @@ void launch_call(worker_ptr self, bool retry, concurrency_limit::slot slot) {
       });
   if (picked != 0)
     st.endpoints_used.push_back(picked);
-  st.attempt.add(running_call{seq, transfer, now, std::move(span), std::move(slot)});
+  st.attempt.add(seq, transfer, now, std::move(span), std::move(slot));
 }
 
 
@@ -208,7 +214,7 @@ void on_hedge(worker_ptr self, std::uint32_t attempt) {
 
 void execute(worker_ptr self);
 
-void retry_or_finish(worker_ptr self, bool retryable, section_outcome outcome) {
+void retry_or_finish(worker_ptr self, bool retryable, section_outcome&& outcome) {
   auto& st = self->state;
   const auto& work = st.call.work;
   auto next = decide_retry(retryable, st.attempts, retry_of(work), millis{work.timeout_ms},
@@ -249,14 +255,12 @@ void execute(worker_ptr self) {
 /// attempt only once every call of it has failed (its result is the last failure).
 void call_ended(worker_ptr self, std::uint32_t seq, answer_verdict&& verdict) {
   auto& st = self->state;
-  auto call = st.attempt.take(seq);
-  if (!call) { // cancelled while its answer was already on the way
+  steady_time started;
+  call_span span;
+  if (!st.attempt.end_call(seq, started, span)) { // cancelled while its answer was on the way
     st.services->stats.late_replies.fetch_add(1, std::memory_order_relaxed);
     return;
   }
-  const auto started = call->started;
-  auto span = std::move(call->span);
-  call.reset(); // its bulkhead slot goes back
   if (verdict.grpc_code >= 0) { // a node's call is counted by the gateway that sent it
     if (st.call.guard)
       st.serving->counters.grpc_call(st.call.route, st.call.index, verdict.grpc_code);
@@ -289,9 +293,20 @@ using namespace worker_steps;
 
 namespace {
 
+/// From the run request (a node's worker) or at once (a gateway's).
+void run(worker_ptr self) {
+  auto& st = self->state;
+  st.started = clock::now();
+  if (!st.call.cache_key.empty())
+    look_up(self);
+  else
+    execute(self);
+}
+
 /// What started it is gone: no answer is awaited any more.
 void stop(worker_ptr self) {
   auto& st = self->state;
+  st.owes_outcome = false; // its coordinator stopped it: it has answered, or gone
   if (st.promised) { // never leave a promise undelivered: it would pin this actor
     section_outcome gone;
     gone.status = section_status::timeout;
@@ -303,14 +318,27 @@ void stop(worker_ptr self) {
 
 } // namespace
 
+section_worker_state::~section_worker_state() {
+  if (!owes_outcome)
+    return;
+  // Ended without an outcome and without being stopped (an exception in a handler): the
+  // coordinator is told, as its run request's error told it before (docs/actors.md).
+  section_outcome outcome;
+  outcome.status = section_status::error;
+  outcome.attempts = attempts;
+  outcome.detail = "worker: ended without an answer";
+  caf::anon_send(coordinator, outcome_atom::value, call.index, std::move(outcome));
+}
+
 caf::behavior section_worker(caf::stateful_actor<section_worker_state>* self, caf::actor coordinator,
                              const process_services& services,
-                             std::shared_ptr<const serving_config> serving, section_call call) {
+                             std::shared_ptr<const serving_config> serving,
+                             std::unique_ptr<section_call> call) {
   auto& st = self->state;
   st.services = &services;
   st.serving = std::move(serving);
   st.alive = live_count{services.stats.workers};
-  st.call = std::move(call);
+  st.call = std::move(*call);
   st.coordinator = coordinator;
   // A gateway's worker is stopped by its coordinator's exit message when the request is answered
   // before the section ends. A node's worker watches the gateway's worker that sent it, in
@@ -324,16 +352,16 @@ caf::behavior section_worker(caf::stateful_actor<section_worker_state>* self, ca
     stop(self);
   });
   self->set_exit_handler([self](caf::exit_msg&) { stop(self); });
+  if (st.call.guard) { // a gateway's worker: it may end (and quit) before its behavior is set
+    st.owes_outcome = true;
+    run(self);
+  }
   return {
-    [self](run_atom) -> caf::result<section_outcome> {
+    [self](run_atom) -> caf::result<section_outcome> { // a node's worker
       auto& st = self->state;
       st.promise = self->make_response_promise<section_outcome>();
       st.promised = true;
-      st.started = clock::now();
-      if (!st.call.cache_key.empty())
-        look_up(self);
-      else
-        execute(self);
+      run(self);
       return st.promise;
     },
     [self](done_atom, std::uint32_t seq, answer_verdict& verdict) {

@@ -32,7 +32,7 @@ void use_stale(worker_ptr self, section_outcome& outcome, std::string stale) {
 
 /// The leader of a cache flight reports its outcome, so that waiters get it and ok data is stored.
 /// A failure waits for the cache's answer: it may carry stale data to show instead of the fallback.
-void finish_flight(worker_ptr self, section_outcome outcome) {
+void finish_flight(worker_ptr self, section_outcome&& outcome) {
   auto& st = self->state;
   const auto& shard = st.services->cache.shard_for(st.call.cache_key);
   const auto ttl = static_cast<std::int64_t>(st.call.cache_ttl.count());

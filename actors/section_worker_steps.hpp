@@ -16,12 +16,12 @@ using worker_ptr = caf::stateful_actor<section_worker_state>*;
 /// What is left until the request's deadline, at least 1 ms.
 millis time_left(const section_worker_state& st);
 /// Answers the coordinator once, then quits.
-void reply(worker_ptr self, section_outcome outcome);
+void reply(worker_ptr self, section_outcome&& outcome);
 /// The section's end: its counts into the outcome, through the cache flight if it leads one.
-void finish(worker_ptr self, section_outcome outcome);
+void finish(worker_ptr self, section_outcome&& outcome);
 /// An attempt: admitted by the guard, then run here or on a cluster node.
 void execute(worker_ptr self);
-void retry_or_finish(worker_ptr self, bool retryable, section_outcome outcome);
+void retry_or_finish(worker_ptr self, bool retryable, section_outcome&& outcome);
 
 // section_worker_guard.cpp
 /// The bulkhead and the circuit admit an attempt (first or retry) with its bulkhead slot (empty
@@ -34,7 +34,7 @@ bool budget_allows_extra(worker_ptr self);
 
 // section_worker_cache.cpp
 void look_up(worker_ptr self);
-void finish_flight(worker_ptr self, section_outcome outcome);
+void finish_flight(worker_ptr self, section_outcome&& outcome);
 
 // section_worker_shared.cpp
 /// The section keeps its entries in the shared store and the store is up (when it is down, the

@@ -91,6 +91,10 @@ double media_q(const std::vector<weighted>& ranges, std::string_view type, bool 
 } // namespace
 
 answer_format choose_format(std::string_view accept, const std::vector<answer_format>& offered) {
+  // What most clients send (curl, fetch(), many libraries): no offered type other than JSON can
+  // match `*/*` exactly, so it is JSON, without a list parsed and a string made per offered type.
+  if (accept.empty() || accept == "*/*")
+    return answer_format::json;
   const auto ranges = parse_list(accept);
   if (ranges.empty())
     return answer_format::json;

@@ -63,6 +63,8 @@ void request_parser::on_field_impl(http::field, boost::beast::string_view name,
     return refuse(parse_refusal::headers_too_large, ec);
   if (has_control_byte(name, false) || has_control_byte(value, true))
     return refuse(parse_refusal::bad_request, ec);
+  if (head_.headers.empty()) // one allocation for a usual head, not one per doubling (each moving every pair)
+    head_.headers.reserve(std::min<std::size_t>(limits_.max_headers, 16));
   head_.headers.emplace_back(lower(name), std::string(value.data(), value.size()));
 }
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <optional>
 
 #include "gather/tracing/span_exporter.hpp"
 #include "gather/tracing/traceparent.hpp"
@@ -16,7 +17,8 @@ constexpr std::string_view traceparent_prefix = "traceparent: ";
 } // namespace
 
 call_span call_span::begin(span_exporter* exporter, std::string& header_lines,
-                           const std::string& name, std::int32_t attempt) {
+                           const std::string& name, std::int32_t attempt,
+                           const traceparent* written) {
   call_span span;
   const std::string_view block{header_lines};
   std::size_t line = 0; // the traceparent line's start, found at the start of a line
@@ -28,9 +30,14 @@ call_span call_span::begin(span_exporter* exporter, std::string& header_lines,
     return span;
   const auto value_at = line + traceparent_prefix.size();
   const auto value_end = std::min(block.find("\r\n", value_at), block.size());
-  const auto request = parse_traceparent(block.substr(value_at, value_end - value_at));
-  if (!request)
-    return span;
+  std::optional<traceparent> parsed;
+  const traceparent* request = written;
+  if (!request) {
+    parsed = parse_traceparent(block.substr(value_at, value_end - value_at));
+    if (!parsed)
+      return span;
+    request = &*parsed;
+  }
   auto& r = span.record_;
   r.trace_id = request->trace_id;
   r.parent_id = request->parent_id; // the request's SERVER span

@@ -8,14 +8,14 @@ namespace {
 const std::string empty;
 } // namespace
 
-const std::string& request_head::header(const std::string& lower_name) const {
+const std::string& request_head::header(std::string_view lower_name) const {
   for (const auto& [name, value] : headers)
     if (name == lower_name)
       return value;
   return empty;
 }
 
-std::string request_head::header_list(const std::string& lower_name) const {
+std::string request_head::header_list(std::string_view lower_name) const {
   std::string out;
   for (const auto& [name, value] : headers)
     if (name == lower_name)
@@ -23,7 +23,7 @@ std::string request_head::header_list(const std::string& lower_name) const {
   return out;
 }
 
-bool request_head::has_header(const std::string& lower_name) const {
+bool request_head::has_header(std::string_view lower_name) const {
   return std::any_of(headers.begin(), headers.end(),
                      [&](const auto& h) { return h.first == lower_name; });
 }

@@ -16,6 +16,7 @@
 #include "gather/actors/section_attempts.hpp"
 #include "gather/downstream/call_face.hpp"
 #include "gather/downstream/downstream_client.hpp"
+#include "gather/tracing/traceparent.hpp"
 #include "gather/values/gateway_stats.hpp"
 #include "gather/values/inbound_request.hpp"
 #include "gather/values/section_outcome.hpp"
@@ -33,6 +34,9 @@ struct section_call {
   std::size_t route = 0; ///< the route's position in the config (metrics)
   std::size_t index = 0; ///< the section's position in its route
   std::string name;      ///< the section's name (its calls' spans); empty on a cluster node
+  /// What its calls' traceparent line says (the request's trace), when the request has one: their
+  /// spans take it from here instead of parsing the line. None on a cluster node.
+  std::optional<traceparent> trace;
   steady_time deadline;
   /// Shared with the request's coordinator: whether it answered, the calls each section started.
   std::shared_ptr<request_progress> progress;
@@ -56,11 +60,12 @@ struct section_call {
 };
 
 /// Resolves section `index` of route `route` (in `serving`, the request's generation) for one
-/// request whose URL rendered to `url`.
-section_call make_section_call(const section_config& section, std::size_t route, std::size_t index,
-                               std::string url, const inbound_request& in, steady_time deadline,
-                               std::shared_ptr<request_progress> progress,
-                               const serving_config& serving);
+/// request whose URL rendered to `url`; made where the worker's spawn takes it (section_worker).
+std::unique_ptr<section_call> make_section_call(const section_config& section, std::size_t route,
+                                                std::size_t index, std::string url,
+                                                const inbound_request& in, steady_time deadline,
+                                                std::shared_ptr<request_progress> progress,
+                                                const serving_config& serving);
 
 /// One call of `call`'s current attempt, which has `left` of its timeout at `now`: what the call
 /// face (call_face.hpp) starts, its headers with the deadline header (gRPC: grpc-timeout instead).
@@ -78,8 +83,13 @@ struct section_worker_state {
   std::shared_ptr<const serving_config> serving;
   section_call call; ///< its guard points into `serving`, declared before what holds its slots
   caf::actor coordinator;
+  /// A node's worker answers the run request its node delegated to it (the gateway worker's).
   caf::typed_response_promise<section_outcome> promise;
   bool promised = false;
+  /// A gateway's worker starts when spawned and sends its outcome to its coordinator
+  /// (outcome_atom): no request, response promise or response handler per section. Until it has,
+  /// it owes one, which its state's end sends if nothing else did (an exception ended it).
+  bool owes_outcome = false;
   live_count alive;                 ///< in gateway_stats::workers while the worker lives
   // What the worker started ends itself when the state goes (section_attempts.hpp): the worker
   // needs no destructor, however it ends.
@@ -103,14 +113,22 @@ struct section_worker_state {
   std::string shared_token;    ///< the lock's value if this worker takes it
   std::string shared_stale;    ///< a stale entry from the store, shown if the call fails
 
+  ~section_worker_state();
+
   static inline const char* name = "section_worker";
 };
 
-/// Spawned by a coordinator, which it monitors: when the coordinator goes, the worker cancels its
-/// transfer and quits. Answers `run_atom` once with a section_outcome. On a cluster node the
-/// "coordinator" is the gateway-side worker that sent the work.
+/// Spawned by a coordinator, which stops it by an exit message when it answers first: the worker
+/// then cancels its transfer and quits. It starts at once and sends its coordinator one
+/// (outcome_atom, index, section_outcome). On a cluster node the "coordinator" is the gateway-side
+/// worker that sent the work, which it monitors; there it waits for `run_atom` (the node's
+/// delegated request) and answers it once with a section_outcome.
+/// The call comes behind a pointer: CAF moves a spawn's arguments twice before the behavior has
+/// them (into the spawn's tuple, then into the call), and a section_call is a dozen strings and
+/// vectors; this way it is moved once, into the state.
 caf::behavior section_worker(caf::stateful_actor<section_worker_state>* self, caf::actor coordinator,
                              const process_services& services,
-                             std::shared_ptr<const serving_config> serving, section_call call);
+                             std::shared_ptr<const serving_config> serving,
+                             std::unique_ptr<section_call> call);
 
 } // namespace gather

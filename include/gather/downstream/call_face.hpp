@@ -42,7 +42,7 @@ struct grpc_call_part {
 struct section_call_request {
   std::string url;          ///< the URL, or the gRPC target (origin)
   std::string header_lines; ///< "Name: value\r\n" each, the call's span begun on them
-  std::string deadline_header; ///< its name (lower case) when set: not sent as gRPC metadata
+  std::string deadline_header; ///< a gRPC call's, its name (lower case) when set: not sent as metadata
   millis timeout{1000};     ///< what is left of the attempt
   millis left{1000};        ///< until the request's deadline (gRPC: grpc-timeout is the smaller)
   std::size_t max_response_bytes = 8 * 1024 * 1024;

@@ -9,6 +9,7 @@
 // Work from elsewhere (the middleman, CAF's clock, the main thread) goes to the loops in turn.
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -48,6 +49,10 @@ private:
 
   std::mutex mutex_;
   std::unordered_set<caf::actor_id> with_timeouts_; ///< actors that set one and have not ended
+  /// with_timeouts_'s size, read without the lock by an ending actor: when no actor has a timeout
+  /// (the request path sets none), an actor's end costs no lock. An actor that set one counted
+  /// it before it can end, so its own end always sees it.
+  std::atomic<std::size_t> timed_{0};
 };
 
 class loop_scheduler final : public caf::scheduler::abstract_coordinator {

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "gather/tracing/span.hpp"
+#include "gather/tracing/traceparent.hpp"
 #include "gather/values/section_outcome.hpp"
 
 namespace gather {
@@ -25,8 +26,12 @@ public:
   /// `header_lines`: the call's own header lines ("Name: value\r\n" each); its traceparent line is
   /// rewritten.
   /// `name`: the section's name ("batch" for a batch call); `attempt`: 1 for the first.
+  /// `written`: what that line says, when the caller wrote it (a gateway's worker: its request's
+  /// trace), so that it is not parsed back, ~400 instructions a call; null: parsed (a node's call,
+  /// whose line came from the gateway).
   static call_span begin(span_exporter* exporter, std::string& header_lines,
-                         const std::string& name, std::int32_t attempt);
+                         const std::string& name, std::int32_t attempt,
+                         const traceparent* written = nullptr);
 
   /// A gRPC call: `path` is "/package.Service/Method" (the span gets rpc.system "grpc",
   /// rpc.service and rpc.method, and rpc.grpc.status_code when it finishes with a code).

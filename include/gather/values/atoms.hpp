@@ -5,7 +5,8 @@
 
 namespace gather {
 
-using run_atom = caf::atom_constant<caf::atom("run")>;           ///< coordinator -> worker: start
+using run_atom = caf::atom_constant<caf::atom("run")>;           ///< node -> its worker: start
+using outcome_atom = caf::atom_constant<caf::atom("outcome")>;   ///< worker -> coordinator: its section ended
 using deadline_atom = caf::atom_constant<caf::atom("deadline")>; ///< coordinator -> itself
 using attempt_atom = caf::atom_constant<caf::atom("attempt")>;   ///< worker -> coordinator: a call started
 using retry_atom = caf::atom_constant<caf::atom("retry")>;       ///< worker or batch -> itself, after backoff

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -20,12 +21,13 @@ struct request_head {
   /// and the log line's `client`.
   std::string client;
 
-  /// First value of a header (lower-case name), "" when absent.
-  const std::string& header(const std::string& lower_name) const;
-  bool has_header(const std::string& lower_name) const;
+  /// First value of a header (lower-case name), "" when absent. Names are views: a literal longer
+  /// than the short-string buffer ("transfer-encoding") made a string on the heap per question.
+  const std::string& header(std::string_view lower_name) const;
+  bool has_header(std::string_view lower_name) const;
   /// Every value of a list-valued header joined with ", " (RFC 9110 5.3: several `Accept` lines
   /// are one list), "" when absent.
-  std::string header_list(const std::string& lower_name) const;
+  std::string header_list(std::string_view lower_name) const;
   /// The target's path, still percent-encoded, without the query.
   std::string path() const { return target.substr(0, target.find('?')); }
 };
