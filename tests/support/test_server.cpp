@@ -95,7 +95,7 @@ test_server& test_server::get(const std::string& pattern, handler h) {
 
 void test_server::start() { start_on("127.0.0.1"); }
 
-void test_server::start_on(const std::string& host) {
+void test_server::start_on(const std::string& host, int port) {
   // httplib listens with a backlog of 5; catch its socket while binding to deepen that.
   // (The server keeps the callback, so it owns what it writes to.)
   auto listen_fd = std::make_shared<int>(-1);
@@ -105,7 +105,7 @@ void test_server::start_on(const std::string& host) {
     *listen_fd = fd;
   });
   host_ = host;
-  port_ = server_.bind_to_any_port(host);
+  port_ = port == 0 ? server_.bind_to_any_port(host) : (server_.bind_to_port(host, port) ? port : -1);
   if (port_ < 0) fail("test_server: bind");
   if (::listen(*listen_fd, listen_backlog) != 0) fail("test_server: listen");
   thread_ = std::thread([this] { server_.listen_after_bind(); });

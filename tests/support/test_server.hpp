@@ -28,8 +28,9 @@ public:
   test_server& get(const std::string& pattern, handler h);
   /// Binds 127.0.0.1:0 and starts serving; returns once the server accepts connections.
   void start();
-  /// The same on another loopback address (127.0.0.2, ...): several instances of one service.
-  void start_on(const std::string& host);
+  /// The same on another loopback address (127.0.0.2, ...): several instances of one service;
+  /// on `port` when not 0 (the instances of a `dns` name share one).
+  void start_on(const std::string& host, int port = 0);
 
   int port() const { return port_; }
   /// "host:port" as an upstream's `endpoints` entry names it.
