@@ -31,6 +31,7 @@
 #include "gather/actors/messages.hpp"
 #include "gather/tracing/span_exporter.hpp"
 #include "gather/shared/shared_store.hpp"
+#include "gather/values/wall_clock.hpp"
 
 namespace gather {
 
@@ -66,10 +67,7 @@ std::unique_ptr<span_exporter> exporter_of(const config& cfg, downstream_client&
 
 /// A reload's log line: `event` first, then `ts` (as in the request log), then the rest in order.
 void log_event(const char* event, nlohmann::ordered_json rest) {
-  using namespace std::chrono;
-  nlohmann::ordered_json record{
-    {"event", event},
-    {"ts", duration_cast<microseconds>(system_clock::now().time_since_epoch()).count() / 1e6}};
+  nlohmann::ordered_json record{{"event", event}, {"ts", unix_seconds()}};
   record.update(rest);
   write_log_line(record.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
 }

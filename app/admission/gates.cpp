@@ -1,15 +1,11 @@
 #include "gather/admission/gates.hpp"
+#include "gather/values/wall_clock.hpp"
 
 #include <cctype>
 
 namespace gather {
 
 namespace {
-
-double epoch_seconds() {
-  using namespace std::chrono;
-  return duration_cast<microseconds>(system_clock::now().time_since_epoch()).count() / 1e6;
-}
 
 const std::string& header_value(const std::vector<std::pair<std::string, std::string>>& headers,
                                 const char* name) {
@@ -23,7 +19,7 @@ const std::string& header_value(const std::vector<std::pair<std::string, std::st
 /// The token check; leaves the claims in `verdict` or refuses.
 void check_token(const jwt_guard& jwt, const std::vector<std::pair<std::string, std::string>>& headers,
                  gate_verdict& verdict) {
-  auto outcome = jwt.check(header_value(headers, "authorization"), epoch_seconds());
+  auto outcome = jwt.check(header_value(headers, "authorization"), unix_seconds());
   if (outcome.unavailable) {
     // No key set was ever had: the gateway cannot tell good tokens from bad (not the client's
     // fault, so not 401).

@@ -8,6 +8,7 @@
 
 #include "gather/downstream/downstream_client.hpp"
 #include "gather/ops/request_log.hpp"
+#include "gather/values/wall_clock.hpp"
 
 namespace gather {
 
@@ -23,9 +24,7 @@ void log_jwks(const std::string& origin, const char* result, const std::string& 
               std::size_t keys = 0) {
   nlohmann::ordered_json line{
       {"event", "jwks"},
-      {"ts", std::chrono::duration_cast<std::chrono::microseconds>(
-                 std::chrono::system_clock::now().time_since_epoch())
-                     .count() / 1e6},
+      {"ts", unix_seconds()},
       {"source", origin},
       {"result", result}};
   if (keys)

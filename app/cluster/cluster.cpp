@@ -10,6 +10,7 @@
 
 #include "gather/cluster/cluster_transport.hpp"
 #include "gather/values/atoms.hpp"
+#include "gather/values/reconnect_backoff.hpp"
 #include "gather/ops/request_log.hpp"
 
 // A dialled socket travels from its loop to its link in a local message only.
@@ -64,7 +65,7 @@ struct link_state {
   std::size_t index = 0;
   std::string host;
   std::uint16_t port = 0;
-  millis backoff = node_reconnect_first;
+  reconnect_backoff backoff{node_reconnect_first, node_reconnect_cap};
   std::string last_failure;
   caf::actor node;
   /// A second descriptor of the connection while its handshakes run: shutting it down makes the
@@ -99,8 +100,7 @@ void failed(link_actor self, std::string why) {
     log_node_event(address, "node_unavailable", why);
     st.last_failure = why;
   }
-  self->delayed_send(self, st.backoff, dial_atom::value);
-  st.backoff = std::min(st.backoff * 2, node_reconnect_cap);
+  self->delayed_send(self, st.backoff.next(), dial_atom::value);
 }
 
 void node_up(link_actor self, caf::actor node) {
@@ -110,7 +110,7 @@ void node_up(link_actor self, caf::actor node) {
   st.node = node;
   st.owner->slot(st.index).set(std::move(node));
   log_node_event(st.owner->slot(st.index).address, "node_up");
-  st.backoff = node_reconnect_first;
+  st.backoff.reset();
   st.last_failure.clear();
 }
 
@@ -167,7 +167,7 @@ caf::behavior node_link(link_actor self, cluster* owner, std::size_t index) {
     st.node = nullptr;
     st.owner->slot(st.index).clear();
     log_node_event(st.owner->slot(st.index).address, "node_down");
-    self->delayed_send(self, st.backoff, dial_atom::value);
+    self->delayed_send(self, st.backoff.next(), dial_atom::value);
   });
   self->send(self, dial_atom::value);
   return {

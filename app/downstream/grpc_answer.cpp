@@ -1,5 +1,7 @@
 #include "gather/downstream/grpc_answer.hpp"
 
+#include "gather/values/h2_codes.hpp"
+
 namespace gather::grpc {
 
 namespace {
@@ -25,10 +27,10 @@ bool is_grpc_type(const std::string* type) {
 
 int code_of_reset(std::uint32_t h2_error_code) {
   switch (h2_error_code) {
-  case 0x8: return cancelled;
-  case 0x7: return unavailable;
-  case 0xb: return resource_exhausted;
-  case 0xc: return permission_denied;
+  case h2_code::cancel: return cancelled;
+  case h2_code::refused_stream: return unavailable;
+  case h2_code::enhance_your_calm: return resource_exhausted;
+  case h2_code::inadequate_security: return permission_denied;
   default: return internal;
   }
 }

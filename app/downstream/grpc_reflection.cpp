@@ -12,6 +12,7 @@
 #include "gather/downstream/grpc_call.hpp"
 #include "gather/downstream/grpc_wire.hpp"
 #include "gather/downstream/proto_catalog.hpp"
+#include "gather/values/wall_clock.hpp"
 
 namespace gather {
 
@@ -111,11 +112,6 @@ bool parse_response(const std::string& bytes, response& out) {
 }
 
 } // namespace reflection_wire
-
-double log_time() {
-  using namespace std::chrono;
-  return duration_cast<microseconds>(system_clock::now().time_since_epoch()).count() / 1e6;
-}
 
 namespace {
 
@@ -302,7 +298,7 @@ void reflection_source::end_round(downstream_client& client, const std::shared_p
   }
   ended_.notify_all();
   if (log_) {
-    nlohmann::ordered_json line{{"event", "grpc_reflection"}, {"ts", log_time()}, {"target", target_}};
+    nlohmann::ordered_json line{{"event", "grpc_reflection"}, {"ts", unix_seconds()}, {"target", target_}};
     line["result"] = ok ? "ok" : had_files ? "failed, keeping the files it gave before" : "failed";
     line["api"] = r->v1alpha ? "v1alpha" : "v1";
     line["files"] = r->got.size();

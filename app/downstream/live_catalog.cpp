@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "gather/downstream/proto_catalog.hpp"
+#include "gather/values/wall_clock.hpp"
 
 namespace gather {
 
@@ -63,7 +64,7 @@ std::shared_ptr<const proto_catalog> live_catalog::current() const {
           files.push_back(std::move(file));
       auto built = build_proto_catalog(cfg_, &files);
       if (registry_.log() && !built.problems.empty()) {
-        nlohmann::ordered_json line{{"event", "grpc_reflection"}, {"ts", log_time()},
+        nlohmann::ordered_json line{{"event", "grpc_reflection"}, {"ts", unix_seconds()},
                                     {"result", built.value ? "built, with problems" : "not built, keeping the descriptors in force"},
                                     {"problems", built.problems}};
         registry_.log()(line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));

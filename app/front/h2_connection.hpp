@@ -124,7 +124,7 @@ public:
       // The client leaves its window closed: its stream ends here, the others go on.
       shared_.stats.h2_abuse[static_cast<int>(h2_abuse::stalled)].fetch_add(1, std::memory_order_relaxed);
       stop_stream(*s);
-      session_->reset(id, h2_error::enhance_your_calm);
+      session_->reset(id, h2_code::enhance_your_calm);
       return flush();
     }
     if (s->encoder) // compressed and flushed: the client decodes this piece as soon as it is read

@@ -44,7 +44,7 @@ inline void h2_connection<Stream>::on_stream_timer(std::int32_t id) {
     case why::hard_limit:
       if (s->at == stage::streaming) { // a progressive answer that never ended: cut it off
         stop_stream(*s);
-        session_->reset(id, h2_error::internal_error);
+        session_->reset(id, h2_code::internal_error);
         return flush();
       }
       if (s->started && s->sink && s->sink->claim()) {

@@ -16,17 +16,12 @@
 
 #include "gather/config/config.hpp"
 #include "gather/values/gateway_stats.hpp"
+#include "gather/values/h2_codes.hpp"
 
 struct nghttp2_session;
 
 namespace gather {
 
-
-/// RFC 9113 7 error codes the gateway resets a stream with.
-namespace h2_error {
-constexpr std::uint32_t internal_error = 0x2;
-constexpr std::uint32_t enhance_your_calm = 0xb;
-} // namespace h2_error
 
 /// What the session tells its connection. Every call happens inside receive() or produce().
 class h2_events {

@@ -12,19 +12,13 @@
 #include "gather/answer/batch_response.hpp"
 #include "gather/ops/json_line.hpp"
 #include "gather/runtime/io_loops.hpp"
+#include "gather/values/wall_clock.hpp"
 
 namespace gather {
 
 namespace {
 
 std::mutex log_mutex;
-
-std::int64_t unix_micros() {
-  using namespace std::chrono;
-  return duration_cast<microseconds>(system_clock::now().time_since_epoch()).count();
-}
-
-double unix_seconds() { return unix_micros() / 1e6; }
 
 nlohmann::json base_record(const std::string& request_id, const std::string& route, int status,
                            std::int64_t ms, const std::string& trace_id, const char* proto,

@@ -15,6 +15,7 @@
 #include <openssl/sha.h>
 
 #include "gather/ops/request_log.hpp"
+#include "gather/values/wall_clock.hpp"
 #include "store_connection.hpp"
 
 namespace gather {
@@ -68,10 +69,9 @@ std::string random_id() {
 }
 
 void log_store(const char* event, const std::string& redis, const std::string& why) {
-  using namespace std::chrono;
   nlohmann::ordered_json record{
       {"event", event},
-      {"ts", duration_cast<microseconds>(system_clock::now().time_since_epoch()).count() / 1e6},
+      {"ts", unix_seconds()},
       {"redis", redis}};
   if (!why.empty())
     record["detail"] = why;

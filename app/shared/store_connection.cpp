@@ -9,7 +9,6 @@ namespace gather {
 
 namespace {
 
-constexpr std::chrono::milliseconds max_backoff{2000};
 /// A connect (TCP, then AUTH and SELECT) gets this many store timeouts, at least 100 ms.
 constexpr int connect_timeouts = 5;
 
@@ -168,7 +167,7 @@ void store_connection::handshake() {
                      }
                      if (--*remaining == 0) {
                        self->ready_ = true;
-                       self->backoff_ = std::chrono::milliseconds(50);
+                       self->backoff_.reset();
                        self->connect_timer_.cancel();
                        if (self->on_state_)
                          self->on_state_(true, "");
@@ -211,8 +210,7 @@ void store_connection::lost(const std::string& why) {
 void store_connection::reconnect_later() {
   if (closed_)
     return;
-  retry_timer_.expires_after(backoff_);
-  backoff_ = std::min(max_backoff, backoff_ * 2);
+  retry_timer_.expires_after(backoff_.next());
   retry_timer_.async_wait([self = shared_from_this()](auto ec) {
     if (!ec)
       self->connect();

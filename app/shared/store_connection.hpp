@@ -21,6 +21,7 @@
 #include <boost/asio/steady_timer.hpp>
 
 #include "gather/shared/resp_value.hpp"
+#include "gather/values/reconnect_backoff.hpp"
 #include "gather/values/shared_figures.hpp"
 
 struct redisAsyncContext;
@@ -95,7 +96,8 @@ private:
   bool dropping_ = false; ///< being destroyed: waiting commands are dropped, not called back
   boost::asio::steady_timer connect_timer_;
   boost::asio::steady_timer retry_timer_;
-  std::chrono::milliseconds backoff_{50};
+  /// 50 ms doubling to 2 s (docs/shared.md).
+  reconnect_backoff backoff_{std::chrono::milliseconds(50), std::chrono::milliseconds(2000)};
   std::uint64_t generation_ = 0; ///< one per connection: handlers of an older one do nothing
 };
 

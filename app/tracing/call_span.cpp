@@ -5,17 +5,13 @@
 
 #include "gather/tracing/span_exporter.hpp"
 #include "gather/tracing/traceparent.hpp"
+#include "gather/values/wall_clock.hpp"
 
 namespace gather {
 
 namespace {
 
 constexpr std::string_view traceparent_prefix = "traceparent: ";
-
-std::int64_t unix_nanos_now() {
-  using namespace std::chrono;
-  return duration_cast<nanoseconds>(system_clock::now().time_since_epoch()).count();
-}
 
 } // namespace
 
@@ -41,7 +37,7 @@ call_span call_span::begin(span_exporter* exporter, std::string& header_lines,
   r.has_parent = true;
   r.span_id = new_span_id();
   r.kind = span_kind::client;
-  r.start_unix_ns = unix_nanos_now();
+  r.start_unix_ns = unix_nanos();
   // In place when the value is a version-00 one (ours always are): the block keeps its buffer.
   if (value_end - value_at == traceparent_size)
     write_traceparent(header_lines.data() + value_at, r.trace_id, r.span_id, request->sampled);
@@ -78,7 +74,7 @@ void call_span::finish_as(const char* status, std::int32_t http_status, std::int
   if (!exporter_)
     return;
   auto& r = record_;
-  r.end_unix_ns = unix_nanos_now();
+  r.end_unix_ns = unix_nanos();
   r.attributes.reserve(8);
   r.attributes.push_back(span_attribute::of_text("gather.section", r.name));
   r.attributes.push_back(span_attribute::of_text("gather.status", status));

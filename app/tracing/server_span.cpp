@@ -4,6 +4,7 @@
 #include <chrono>
 
 #include "gather/tracing/span_exporter.hpp"
+#include "gather/values/wall_clock.hpp"
 
 namespace gather {
 
@@ -40,9 +41,7 @@ void finish_server_span(span_exporter* exporter, const trace_context& trace, std
   r.name = route;
   r.kind = span_kind::server;
   r.start_unix_ns = trace.start_unix_ns;
-  r.end_unix_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                    std::chrono::system_clock::now().time_since_epoch())
-                    .count();
+  r.end_unix_ns = unix_nanos();
   r.attributes = {span_attribute::of_text("http.request.method", method_name(method)),
                   span_attribute::of_text("http.route", route),
                   span_attribute::of_integer("http.response.status_code", status),

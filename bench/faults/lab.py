@@ -269,6 +269,20 @@ def tbf(on):
         subprocess.run(["tc", "qdisc", "del", "dev", "lo", "root"], check=False, stderr=subprocess.DEVNULL)
 
 
+# Not here yet: an upstream's DNS faults (docs/upstreams.md), which need the upstreams wired into
+# `gather serve`. What they need of this lab, once a config can name an upstream:
+#  - the resolver answering several A records per name, the set switched from the control port
+#    (GET /dns/NAME/set/127.0.0.2,127.0.0.3), NOERROR with no answer for AAAA (c-ares asks both;
+#    NXDOMAIN for AAAA would make the name "empty"), TTL 1;
+#  - the victim's nginx listening on 127.0.0.2, .3 and .4 (the namespace's lo routes 127/8), and
+#    a route /upstream/{id} whose section calls http://victim-svc/ok/{id}, the upstream being
+#    {"dns": "victim.lab:9002", "refresh_ms": 1000};
+#  - "DNS that changes under load": the set switched every second between {.2, .3} and
+#    {.3, .4} during the fault; expected {"ok"} only and 0 late; gather_upstream_calls_total per
+#    endpoint shows .4 taking calls and .2 none once it left (its connections drained);
+#  - "DNS that stops answering": the name silent; expected {"ok"} only (the last good set is
+#    kept), gather_upstream_lookups_total{result="error"} growing by about one per refresh_ms,
+#    and "ok" lookups again once lifted. Each lookup is bounded by refresh_ms, so nothing piles up.
 # name: (route, start fault, lift fault, victim statuses expected while it is on,
 #        fault starts this many seconds into the fault phase: a link that dies mid-run)
 FAULTS = {

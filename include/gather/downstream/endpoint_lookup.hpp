@@ -31,6 +31,10 @@ inline bool operator==(const found_endpoint& a, const found_endpoint& b) {
 }
 inline bool operator!=(const found_endpoint& a, const found_endpoint& b) { return !(a == b); }
 
+/// "scheme://address:port" of an endpoint, an IPv6 address in brackets ("http://[fd00::7]:50051"):
+/// the origin the downstream client calls it by and a health probe is given.
+std::string endpoint_origin(const std::string& scheme, const found_endpoint& endpoint);
+
 /// How a lookup ended: the labels of gather_upstream_lookups_total.
 enum class lookup_result { ok, error, empty };
 
@@ -54,6 +58,19 @@ struct endpoint_source {
   std::uint16_t port = 0;     ///< kind::dns: the port of every address
 };
 
+/// How an endpoint_watch looks names up (endpoint_watch.cpp: c-ares on the loop's epoll).
+struct endpoint_watch_options {
+  /// The most one lookup may take, all its queries together (an SRV record's and its targets'):
+  /// one still running then is given up and answers `error`. 0: the watch's `refresh`, so a
+  /// lookup never overlaps the next. The resolver's own per-query timeout and attempts
+  /// (resolv.conf's `options timeout: attempts:`) apply within it.
+  std::chrono::milliseconds lookup_timeout{0};
+  /// For tests and tools only: the DNS servers to ask ("127.0.0.1:5353,[::1]:53", as
+  /// ares_set_servers_ports_csv reads them) instead of resolv.conf's. Empty: the system's
+  /// resolv.conf (nameservers, search, ndots) and /etc/hosts, as the gateway always runs.
+  std::string servers;
+};
+
 /// One upstream's lookups on one event loop: the first at once, then one every `refresh`; each
 /// answer goes to `done` on that loop's thread. Destroying the watch (on that loop's thread)
 /// stops them: no `done` runs after. A source of IP literals only answers once, at once, and is
@@ -64,6 +81,8 @@ public:
 
   endpoint_watch(boost::asio::io_context& loop, endpoint_source source, std::chrono::milliseconds refresh,
                  std::size_t max_endpoints, completion done);
+  endpoint_watch(boost::asio::io_context& loop, endpoint_source source, std::chrono::milliseconds refresh,
+                 std::size_t max_endpoints, completion done, endpoint_watch_options options);
   ~endpoint_watch();
   endpoint_watch(const endpoint_watch&) = delete;
   endpoint_watch& operator=(const endpoint_watch&) = delete;

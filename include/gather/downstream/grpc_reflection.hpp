@@ -41,8 +41,6 @@ struct proto_catalog;
 
 /// A line for the log (the gateway writes it; this library does not log).
 using reflection_log = std::function<void(const std::string& json_line)>;
-/// A log line's "ts": seconds since the epoch, as the request log writes it.
-double log_time();
 
 /// Wire form of the two reflection messages used (the same field numbers in v1 and v1alpha).
 namespace reflection_wire {

@@ -50,6 +50,8 @@
 #include <utility>
 #include <vector>
 
+#include "gather/values/h2_codes.hpp"
+
 namespace gather {
 
 struct call_target; // call_target.hpp
@@ -106,13 +108,6 @@ struct stream_end {
 
 /// Refused streams are sent again on another connection at most this many times per call.
 constexpr int max_resends = 3;
-
-/// HTTP/2 error codes the client sends or callers test for (RFC 9113 §7).
-namespace h2_code {
-constexpr std::uint32_t no_error = 0x0, protocol_error = 0x1, internal_error = 0x2,
-                        flow_control_error = 0x3, refused_stream = 0x7, cancel = 0x8,
-                        enhance_your_calm = 0xb;
-}
 
 /// The call's event sink; see the top of this file for what each callback means and where it runs.
 class stream_events {
