@@ -7,7 +7,10 @@
 
 #include <array>
 #include <cstdlib>
+#include <cstdio>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <map>
 #include <set>
 #include <thread>
@@ -73,6 +76,27 @@ json upstream_gateway_config(json upstream, json section_extra = json::object(),
     section["required"] = true;
   return gather::test::route_config_json("/p/{id}", json::array({section}), 5000,
                                          {{"upstreams", {{"prices", std::move(upstream)}}}, {"io_threads", 2}});
+}
+
+/// Established TCP connections of this process's machine to `ip`:`port` (/proc/net/tcp: the
+/// gateway's side of its connections to one instance).
+int connections_to(const std::string& ip, int port) {
+  unsigned a, b, c, d;
+  std::sscanf(ip.c_str(), "%u.%u.%u.%u", &a, &b, &c, &d);
+  char remote[32];
+  std::snprintf(remote, sizeof remote, "%02X%02X%02X%02X:%04X", d, c, b, a, static_cast<unsigned>(port));
+  std::ifstream in("/proc/net/tcp");
+  std::string line;
+  int n = 0;
+  std::getline(in, line); // the header
+  while (std::getline(in, line)) {
+    std::istringstream fields(line);
+    std::string slot, local, rem, state;
+    fields >> slot >> local >> rem >> state;
+    if (rem == remote && state == "01")
+      ++n;
+  }
+  return n;
 }
 
 /// `n` requests one after another; how many answered 200.
@@ -278,31 +302,24 @@ TEST_CASE("upstreams: TLS with the upstream's CA, its server name and a client c
     CHECK(res->status == 200);
     CHECK(json::parse(res->body)["data"]["s"]["host"] == "prices.internal"); // the authority under TLS
   }
-  SECTION("without the client certificate the server refuses the handshake") {
-    auto plain = tls;
-    plain.erase("cert_file");
-    plain.erase("key_file");
-    running_gateway gw(upstream_gateway_config({{"endpoints", endpoints}, {"tls", plain}}, {{"fallback", json::object()}, {"required", false}}, "https"));
+  // Each of these fails the handshake or the check: the section ends error (its fallback shows).
+  const auto fails = [&](json changed) {
+    running_gateway gw(upstream_gateway_config({{"endpoints", endpoints}, {"tls", std::move(changed)}},
+                                               {{"fallback", json::object()}, {"required", false}}, "https"));
     auto res = gw.get("/p/1");
     REQUIRE(res);
     CHECK(json::parse(res->body)["sections"]["s"]["status"] == "error");
-  }
-  SECTION("a server name its certificate does not carry fails the check") {
-    auto other = tls;
-    other["server_name"] = "other.internal";
-    running_gateway gw(upstream_gateway_config({{"endpoints", endpoints}, {"tls", other}}, {{"fallback", json::object()}, {"required", false}}, "https"));
-    auto res = gw.get("/p/1");
-    REQUIRE(res);
-    CHECK(json::parse(res->body)["sections"]["s"]["status"] == "error");
-  }
-  SECTION("without the CA the system's CAs do not know the certificate") {
-    auto no_ca = tls;
-    no_ca.erase("ca_file");
-    running_gateway gw(upstream_gateway_config({{"endpoints", endpoints}, {"tls", no_ca}}, {{"fallback", json::object()}, {"required", false}}, "https"));
-    auto res = gw.get("/p/1");
-    REQUIRE(res);
-    CHECK(json::parse(res->body)["sections"]["s"]["status"] == "error");
-  }
+  };
+  auto without_certificate = tls; // the server demands a client certificate
+  without_certificate.erase("cert_file");
+  without_certificate.erase("key_file");
+  fails(without_certificate);
+  auto other_name = tls; // a server name the certificate does not carry
+  other_name["server_name"] = "other.internal";
+  fails(other_name);
+  auto without_ca = tls; // the system's CAs do not know the test's CA
+  without_ca.erase("ca_file");
+  fails(without_ca);
 }
 
 TEST_CASE("upstreams: a reload keeps an upstream's state and its connections", "[upstreams]") {
@@ -323,11 +340,15 @@ TEST_CASE("upstreams: a reload keeps an upstream's state and its connections", "
   CHECK(view["ejections"] == 1); // the ejection before the reload still holds
   CHECK(view["endpoints"][2]["state"] == "ejected");
   CHECK(view["endpoints"][0]["calls"]["ok"].get<int>() >= 25);
-  // A reload without the third instance: it leaves; calls go to the two that stay.
+  // A reload without the third instance: it leaves; calls go to the two that stay, and its idle
+  // connection closes at the loop's next call.
+  const auto third_port = up.servers[2]->port();
+  CHECK(connections_to("127.0.0.4", third_port) == 1);
   cfg["upstreams"]["prices"]["endpoints"].erase(2);
   REQUIRE(gw.gw().reload(gather::load_config(cfg.dump()), "test"));
   const auto sick = up.servers[2]->calls();
   REQUIRE(requests(gw, 20) == 20);
   CHECK(up.servers[2]->calls() == sick);
+  CHECK(gather::test::eventually([&] { return connections_to("127.0.0.4", third_port) == 0; }));
   CHECK(json::parse(gw.client().Get("/debug/upstreams")->body)["upstreams"]["prices"]["endpoints"].size() == 2);
 }
