@@ -186,9 +186,10 @@ upstream_config read_upstream(const object_reader& up, std::string name) {
   upstream_config out;
   out.name = std::move(name);
   up.reject_unknown_keys({"endpoints", "dns", "srv", "refresh_ms", "balance", "outlier", "health", "tls",
-                          "idle_timeout_ms", "max_connection_age_ms"});
+                          "idle_timeout_ms", "max_connection_age_ms", "max_endpoints"});
   read_source(up, out);
   up.read_millis("refresh_ms", 1000, 3600000, out.refresh);
+  up.read_integer("max_endpoints", 1, 10000, out.max_endpoints);
   if (const auto balance = up.read_string("balance", "\"least_request\" or \"round_robin\"")) {
     if (*balance == "round_robin")
       out.balance = balance_kind::round_robin;

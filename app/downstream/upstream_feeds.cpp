@@ -15,7 +15,8 @@ namespace {
 /// What a feed is made from: equal texts, the same lookups and probes.
 std::string signature_of(const upstream_config& up) {
   std::string s = std::to_string(static_cast<int>(up.source)) + "|" + up.dns_name + ":" +
-                  std::to_string(up.dns_port) + "|" + up.srv_name + "|" + std::to_string(up.refresh.count());
+                  std::to_string(up.dns_port) + "|" + up.srv_name + "|" + std::to_string(up.refresh.count()) + "|" +
+                  std::to_string(up.max_endpoints);
   for (const auto& e : up.endpoints)
     s += "|" + e.host + ":" + std::to_string(e.port) + "*" + std::to_string(e.weight);
   if (up.health) {
@@ -110,7 +111,8 @@ struct upstream_feeds::feed : std::enable_shared_from_this<feed> {
       health = std::make_unique<health_schedule>(loop, client, std::move(options), origins(), std::move(on));
     }
     if (!up.literal_only())
-      watch = std::make_unique<endpoint_watch>(loop, source_of(up), up.refresh, max_endpoints,
+      watch = std::make_unique<endpoint_watch>(loop, source_of(up), up.refresh,
+                                               static_cast<std::size_t>(up.max_endpoints),
                                                [weak](lookup_answer answer) {
                                                  if (auto self = weak.lock())
                                                    self->took(answer);
@@ -144,9 +146,6 @@ struct upstream_feeds::feed : std::enable_shared_from_this<feed> {
     watch.reset();
     probed.clear();
   }
-
-  /// The bound of one lookup's answer: §17's bound of an `endpoints` list.
-  static constexpr std::size_t max_endpoints = 1000;
 };
 
 upstream_feeds::upstream_feeds(io_loops& loops, downstream_client& client) : loops_(loops), client_(client) {}

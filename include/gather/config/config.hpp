@@ -392,6 +392,8 @@ struct upstream_config {
   int dns_port = 0;
   std::string srv_name;                  ///< source_kind::srv
   millis refresh{5000};
+  /// The most endpoints one lookup's answer gives (the lowest addresses kept; a log line says so).
+  int max_endpoints = 1000;
   balance_kind balance = balance_kind::least_request;
   upstream_outlier_config outlier;
   std::optional<upstream_health_config> health;

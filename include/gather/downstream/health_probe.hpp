@@ -4,10 +4,9 @@
 // rotation and brings it back, and the schedule that probes every endpoint every `interval_ms` on
 // an event loop's timers. No thread: a probe is a transfer or a call like a section's.
 //
-// TLS. A probe goes to the origin it is given: "https://10.0.0.7:443" is probed over TLS as the
-// client calls that origin. An upstream's own TLS (its `ca_file`, client certificate and
-// `server_name`) belongs to the client's per-endpoint TLS, which the upstream's table sets up;
-// the probe takes no TLS setting of its own and needs none once the client has it.
+// TLS. A probe takes the endpoint's target (call_target.hpp) when it has one: the upstream's CA,
+// client certificate and `server_name`, the endpoint's own connections, as its calls have them;
+// the probe has no TLS setting of its own. Without a target, the origin as the client calls it.
 #pragma once
 
 #include <chrono>
