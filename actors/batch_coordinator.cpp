@@ -129,6 +129,7 @@ void start_attempt(batch_ptr self, std::size_t c) {
   request.fields = batch.fields;
   request.http2 = batch.http2;
   request.grpc = grpc;
+  request.upstream = serving.batch_upstream(st.job->route_index);
   request.deadline_header = serving.deadline_header();
   request.header_lines = header_block(
       st.headers, serving.deadline_header().empty() || grpc // gRPC says it in grpc-timeout

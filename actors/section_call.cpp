@@ -63,6 +63,7 @@ std::unique_ptr<section_call> make_section_call(const section_config& section, s
   call.progress = std::move(progress);
   call.store_time = in.store_time;
   call.guard = &serving.guards.section(route, index);
+  call.upstream = serving.section_upstream(route, index);
   if (section.cache_ttl.count() > 0) {
     // Keyed by the forwarded headers' values too (the claim headers of a route with auth among
     // them): two tenants, or two users, never see each other's data. Claims in the URL are in it.
@@ -89,6 +90,7 @@ section_call_request call_request_of(const section_call& call, millis left, stea
   request.max_items = work.max_items;
   request.http2 = work.http2;
   request.grpc = call.grpc;
+  request.upstream = call.upstream;
   if (call.grpc) // what metadata_of leaves out; an HTTP call's line is in its header block
     request.deadline_header = work.deadline_header;
   if (work.write) { // a route's write (docs/api.md#write-routes)

@@ -147,6 +147,11 @@ void launch_call(worker_ptr self, bool retry, concurrency_limit::slot slot) {
   }
   // Runs on an event loop's thread, the answer already classified (call_face.hpp): count or
   // forward, nothing else.
+  std::uint32_t picked = 0;
+  if (request.upstream) {
+    request.avoid = st.endpoints_used;
+    request.picked = &picked;
+  }
   auto transfer = start_section_call(
       st.services->client, std::move(request), [me, progress, stats, seq](answer_verdict&& v) {
         if (progress->answered.load(std::memory_order_relaxed))
@@ -154,6 +159,8 @@ void launch_call(worker_ptr self, bool retry, concurrency_limit::slot slot) {
         else
           caf::anon_send(me, done_atom::value, seq, std::move(v));
       });
+  if (picked != 0)
+    st.endpoints_used.push_back(picked);
   st.attempt.add(seq, transfer, now, std::move(span), std::move(slot));
 }
 
@@ -234,7 +241,7 @@ void execute(worker_ptr self) {
   auto slot = admit(self);
   if (!slot)
     return;
-  if (st.services->nodes.has_nodes()) {
+  if (st.services->nodes.has_nodes() && !st.call.upstream) { // an upstream's calls stay here
     auto where = st.services->nodes.place();
     if (where.node)
       return run_remote(self, *where.node, std::move(where.actor), std::move(*slot));

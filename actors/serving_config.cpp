@@ -35,11 +35,28 @@ millis longest_deadline_of(const config& cfg) {
   return longest;
 }
 
+upstream_directory upstreams_of(const config& cfg, upstream_registry* registry) {
+  if (registry)
+    return registry->apply(cfg);
+  upstream_directory out; // a tool's or a test's generation: tables of its own
+  for (const auto& up : cfg.upstreams)
+    out.emplace(up.name, std::make_shared<upstream_table>(up));
+  return out;
+}
+
+std::shared_ptr<upstream_table> table_of(const config& cfg, const upstream_directory& tables, const std::string& url) {
+  const auto* up = cfg.upstream_of(url);
+  if (!up)
+    return nullptr;
+  auto it = tables.find(up->name);
+  return it == tables.end() ? nullptr : it->second;
+}
+
 } // namespace
 
 serving_config::serving_config(config c, std::uint64_t n, metrics::registry& series,
                                std::shared_ptr<const admission_gates> g, reflection_registry* reflection,
-                               std::shared_ptr<shared_store> s)
+                               std::shared_ptr<shared_store> s, upstream_registry* upstream_tables)
   : cfg(std::move(c)),
     number(n),
     counters(cfg, series),
@@ -50,7 +67,17 @@ serving_config::serving_config(config c, std::uint64_t n, metrics::registry& ser
     gates(std::move(g)),
     reflected(reflection && has_reflection(cfg) ? std::make_unique<const live_catalog>(cfg, *reflection)
                                                 : nullptr),
-    store(std::move(s)) {
+    store(std::move(s)),
+    upstreams(upstreams_of(cfg, upstream_tables)) {
+  section_upstreams_.resize(cfg.routes.size());
+  batch_upstreams_.resize(cfg.routes.size());
+  for (std::size_t r = 0; r < cfg.routes.size(); ++r) {
+    const auto& route = cfg.routes[r];
+    for (const auto& section : route.sections)
+      section_upstreams_[r].push_back(table_of(cfg, upstreams, section.grpc ? section.grpc->target : section.url.source));
+    if (route.batch)
+      batch_upstreams_[r] = table_of(cfg, upstreams, route.batch->grpc ? route.batch->grpc->target : route.batch->url.source);
+  }
 }
 
 serving_config::~serving_config() = default;

@@ -72,7 +72,8 @@ bool all_digits(const std::string& s) {
 } // namespace
 
 struct demo_downstreams::impl {
-  demo_book_service library; // the gRPC downstream
+  demo_book_service library;  // the gRPC downstream (the cart's writes and reads stay on it)
+  demo_book_service library2; // a second instance: the book page's calls spread over both (upstream "library")
   std::filesystem::path protos = write_proto();
   httplib::Server server;
   std::thread thread;
@@ -229,13 +230,19 @@ std::string demo_downstreams::config_json(const std::string& listen) const {
   // DTO (BookDetail: book, related, degraded, warnings with stable codes); each section's status
   // is one Accept away (a progressive answer's lines).
   const auto library = "http://127.0.0.1:" + std::to_string(impl_->library.port());
+  // The book service runs as two instances behind the upstream "library" (docs/upstreams.md): each
+  // GetBook and SearchBooks call picks one, in turn.
+  const nlohmann::ordered_json upstreams = {
+    {"library", {{"balance", "round_robin"},
+                 {"endpoints", {"127.0.0.1:" + std::to_string(impl_->library.port()),
+                                "127.0.0.1:" + std::to_string(impl_->library2.port())}}}}};
   const nlohmann::ordered_json card = {"isbn", "title", "author", "stock"};
   nlohmann::ordered_json book = nlohmann::ordered_json::array({
     {{"name", "meta"}, {"required", true}, {"timeout_ms", 300}, {"fields", card},
-     {"grpc", {{"target", library}, {"method", "linkd.v3.Library/GetBook"}, {"message", {{"isbn", "{isbn}"}}}}}},
+     {"grpc", {{"target", "http://library"}, {"method", "linkd.v3.Library/GetBook"}, {"message", {{"isbn", "{isbn}"}}}}}},
     {{"name", "related"}, {"timeout_ms", 300}, {"fallback", nlohmann::ordered_json::array()}, {"fields", card},
      {"warning", "related_unavailable"},
-     {"grpc", {{"target", library}, {"method", "linkd.v3.Library/SearchBooks"},
+     {"grpc", {{"target", "http://library"}, {"method", "linkd.v3.Library/SearchBooks"},
                {"message", {{"query", "{isbn}"}, {"page_size", 5}}}, {"max_messages", 5}}}},
     {{"name", "stock"}, {"url", base + "/books/{isbn}"}, {"timeout_ms", 300}, {"fallback_from", "meta"},
      {"warning", "stock_unavailable"}},
@@ -265,6 +272,7 @@ std::string demo_downstreams::config_json(const std::string& listen) const {
     {"cors", {{"allow_origins", {"http://127.0.0.1:" + std::to_string(impl_->port)}}, {"expose_headers", {"x-request-id"}}}},
     {"compression", {{"min_bytes", 1024}, {"encodings", {"br", "gzip"}}}},
     {"protos", {{"files", {"linkd/v3/library.proto", "shop/v1/cart.proto"}}, {"import_paths", {impl_->protos.string()}}}},
+    {"upstreams", upstreams},
     {"routes",
      {{{"path", "/products/{id}"}, {"deadline_ms", 800}, {"sections", product}},
       {{"path", "/pages/{id}"}, {"deadline_ms", 800}, {"sections", page_sections}, {"shape", page_shape}},
@@ -302,6 +310,7 @@ Try:
   curl -s -H 'Content-Type: application/json' -d '{"isbn": "978-7-111-12345-7", "quantity": 1}' {base}/carts/c1/items   # add to cart: AddItem (a gRPC write) first and alone, then the cart read back
   curl -si -H 'Content-Type: application/json' -d '{"isbn": "978-7-111-12345-7", "quantity": 5}' {base}/carts/c1/items   # 409 rejected: out of stock, the cart service's message as "detail"
   curl -si -H 'Content-Type: application/json' -d '{"isbn": "978-7-111-12345-7", "quantity": "two"}' {base}/carts/c1/items   # 400 bad_request: the body does not fit AddItem's message (body.quantity), no call made
+  curl -s {base}/debug/upstreams       # the book service's two instances behind the upstream "library": the book calls above went to each in turn
   curl -s {base}/healthz
   curl -s {base}/metrics                # Prometheus text: every counter and histogram
 Dashboard: {base}/dashboard (open it in a browser)

@@ -20,6 +20,7 @@
 #include "gather/downstream/downstream_client.hpp"
 #include "gather/downstream/grpc_reflection.hpp"
 #include "gather/downstream/proto_catalog.hpp"
+#include "gather/downstream/upstream_feeds.hpp"
 #include "gather/front/http_server.hpp"
 #include "gather/front/request_dispatch.hpp"
 #include "gather/resilience/section_guards.hpp"
@@ -76,14 +77,18 @@ void log_event(const char* event, nlohmann::ordered_json rest) {
 std::shared_ptr<const serving_config> generation_of(config cfg, std::uint64_t number,
                                                     metrics::registry& series, jwks_registry& keys,
                                                     std::shared_ptr<shared_store> store,
-                                                    reflection_registry& reflection) {
+                                                    reflection_registry& reflection,
+                                                    upstream_registry& upstreams) {
   // `gather serve` built the descriptors when it checked the file; a config made otherwise (the
   // demo, a test) gets them here.
   if (const auto problems = attach_proto_catalog(cfg); !problems.empty())
     throw std::runtime_error(problems.front());
+  // An upstream's TLS files as OpenSSL reads them (gather check only saw that they open).
+  if (const auto problems = upstreams.check(cfg); !problems.empty())
+    throw std::runtime_error(problems.front());
   auto gates = make_admission_gates(cfg, &keys, store);
   return std::make_shared<const serving_config>(std::move(cfg), number, series, std::move(gates),
-                                                &reflection, std::move(store));
+                                                &reflection, std::move(store), &upstreams);
 }
 
 /// The store of `cfg.shared` (docs/shared.md), null without one. Reads the password file and
@@ -130,6 +135,8 @@ struct gateway::impl {
   /// The targets' server reflection (docs/grpc.md): what each gave, kept across reloads; asks
   /// through `client`, like `keys`.
   reflection_registry reflection{[](const std::string& line) { write_log_line(line); }};
+  /// The upstreams' tables of endpoints (docs/upstreams.md), kept across reloads.
+  upstream_registry upstreams{[](const std::string& line) { write_log_line(line); }};
   /// The generation the gateway started on: its restart-only keys stay in force.
   std::shared_ptr<const serving_config> first;
   const config& cfg = first->cfg;
@@ -142,6 +149,9 @@ struct gateway::impl {
   downstream_client client{loops, link_bounds{cfg.downstream_idle_timeout, cfg.downstream_drain_quiet}};
   std::unique_ptr<span_exporter> spans; ///< exports nothing without tracing; outlives the actors that record
   loops_stopper stopper;
+  /// The upstreams' lookups and health checks on the loops (docs/upstreams.md): stopped before
+  /// the loops stop, so declared after their stopper.
+  upstream_feeds feeds{loops, client};
   caf::actor_system_config actor_cfg;
   caf::actor_system system;
   section_cache cache;
@@ -169,7 +179,7 @@ struct gateway::impl {
 
   explicit impl(config c)
     : store(store_of(c)),
-      first(generation_of(std::move(c), 1, series, keys, store, reflection)),
+      first(generation_of(std::move(c), 1, series, keys, store, reflection, upstreams)),
       spans(exporter_of(cfg, client, loops)),
       stopper{started(loops)},
       system(actor_config(actor_cfg, cfg, loops)),
@@ -183,6 +193,7 @@ struct gateway::impl {
                              : nullptr) {
     keys.start(client);
     reflection.start(client);
+    feeds.apply(cfg, upstreams.current());
     if (first->reflected)
       first->reflected->ask_all();
     if (store)
@@ -255,13 +266,22 @@ bool gateway::reload(config_result loaded, const std::string& source) {
     store->start(im.loops, im.stats.shared);
   else
     im.stats.shared.up.store(-1);
+  if (const auto problems = im.upstreams.check(next); !problems.empty()) {
+    im.stats.config_reloads_invalid.fetch_add(1);
+    log_event("config_reload", {{"result", "invalid"}, {"file", source}, {"problems", problems.size()},
+                                {"generation", im.generations}, {"detail", problems.front()}});
+    if (store)
+      store->stop();
+    return false;
+  }
   auto generation = generation_of(std::move(next), ++im.generations, im.series, im.keys, store,
-                                  im.reflection);
+                                  im.reflection, im.upstreams);
   if (generation->reflected)
     generation->reflected->ask_all(); // no wait: what the targets gave before serves meanwhile
   const auto routes = generation->cfg.routes.size();
   const auto sections = section_count(generation->cfg);
   im.serving.install(std::move(generation));
+  im.feeds.apply(im.serving.current()->cfg, im.upstreams.current());
   if (im.store)
     im.store->stop();
   im.store = std::move(store);

@@ -61,6 +61,8 @@ gather::config_result load_checked(const std::string& file) {
       result.problems.push_back(problem);
   for (auto& problem : gather::auth_problems(*result.value))
     result.problems.push_back(std::move(problem));
+  for (auto& problem : gather::upstream_registry{}.check(*result.value)) // its TLS files as OpenSSL reads them
+    result.problems.push_back(std::move(problem));
   for (auto& problem : gather::attach_proto_catalog(*result.value))
     result.problems.push_back(std::move(problem));
   if (!result.problems.empty())

@@ -9,7 +9,8 @@
 #                                   gRPC), write_route (a write route against a read of the same
 #                                   three calls) and grpc_call (one call over HTTP/1.1, HTTP/2 and gRPC; both
 #                                   need build/bench/grpc_downstream), s1_dsh2 (S1's sections over
-#                                   HTTP/1.1 against HTTP/2) and s1_best (S1 with each side's best
+#                                   HTTP/1.1 against HTTP/2), s1_upstream (S1 through an upstream of
+#                                   three endpoints against one origin) and s1_best (S1 with each side's best
 #                                   downstream protocol: HTTP/2 for Gather, HTTP/1.1 for a peer):
 #                                   not in the default list
 #
@@ -216,6 +217,17 @@ print_header() {
 }
 
 # bench NAME CONFIG CONNS PATH [WRK_EXTRA...]: one row. Sets ROW_RPS, ROW_CPU_US.
+# The calls each endpoint of the running gateway's upstreams took, from /debug/upstreams.
+upstream_counts() {
+  curl -s "http://127.0.0.1:$GW_PORT/debug/upstreams" | python3 -c '
+import json, sys
+for name, u in json.load(sys.stdin)["upstreams"].items():
+    calls = [e["calls"]["ok"] + e["calls"]["failure"] + e["calls"]["other"] for e in u["endpoints"]]
+    total = sum(calls) or 1
+    print("    %s %s calls per endpoint: %s" % (name, u["balance"], ", ".join(
+        "%s %d (%.1f%%)" % (e["address"], c, 100.0 * c / total) for e, c in zip(u["endpoints"], calls))))'
+}
+
 bench() {
   local name=$1 cfg=$2 conns=$3 path=$4; shift 4
   start_gateway "$cfg"
@@ -267,6 +279,8 @@ bench() {
   [[ -n $perf_pid ]] && wait "$perf_pid" 2>/dev/null || true
   kill "$sampler" 2>/dev/null || true; wait "$sampler" 2>/dev/null || true
   read -r th_load rss_load < "$WORK/sample" || true
+  local up_counts= # UPSTREAM_COUNTS: the calls each upstream endpoint took (warm-up included)
+  [[ -n ${UPSTREAM_COUNTS:-} ]] && up_counts=$(upstream_counts)
   stop_gateway
   local out=$WORK/wrk.out
   [[ -n ${SHOW_WRK:-} ]] && cat "$out" >&2 # wrk's own output (SHOW_WRK=1)
@@ -290,6 +304,7 @@ bench() {
     printf "    switches/req sleeps %.2f, preempted %.2f; minor faults/req %.2f\n", (y[1] - x[1]) / n, (y[2] - x[2]) / n, f / n }'
   grep '^LUA' "$out" | sed 's/^/    /' || true
   [[ -n $ds_conns ]] && echo "    downstream connections $ds_conns (to port $DS_PORT)"
+  [[ -n $up_counts ]] && echo "$up_counts"
   if [[ -n ${SYSCALLS:-} ]]; then # per request (of wrk's count: the counting window is the same length)
     awk -F, -v n="$total" '$1 ~ /^[0-9]+$/ && $1 > 0 { sub(/^syscalls:sys_enter_/, "", $3); all += $1; part[$3] = $1 }
       END { printf "    syscalls/req %.2f:", all / n
@@ -378,6 +393,32 @@ s1() {
   local conns=${S1_CONNS:-64}
   bench "S1 healthy 4x20ms" "$WORK/s1.json" "$conns" /p/1
   awk -v c="$conns" -v r="$ROW_RPS" 'BEGIN {printf "    ideal %d/20ms = %.0f req/s; ratio %.2f\n", c, c / 0.02, r / (c / 0.02)}'
+}
+
+# S1 through an upstream of three endpoints (docs/upstreams.md: the same nginx on 127.0.0.1, .2
+# and .3) against S1 to one origin, for each balancer: ROUNDS (default 3) interleaved rounds, then
+# the medians of CPU per request, and the calls each endpoint took.
+s1_upstream() {
+  local plain pooled
+  plain=$(sections_json 4 /d20 500)
+  pooled=$(python3 -c 'import json, sys
+s = json.loads(sys.argv[1])
+for x in s: x.update(url=x["url"].replace("@D@", "http://pool"))
+print(json.dumps(s))' "$plain")
+  gen_config "$WORK/s1one.json" 1024 "{\"path\": \"/p/{id}\", \"deadline_ms\": 1000, \"sections\": $plain}"
+  local balance
+  for balance in least_request round_robin; do
+    GATHER_TOP="{\"upstreams\": {\"pool\": {\"balance\": \"$balance\", \"endpoints\": [\"127.0.0.1:$NPORT\", \"127.0.0.2:$NPORT\", \"127.0.0.3:$NPORT\"]}}}" \
+      gen_config "$WORK/s1up_$balance.json" 1024 "{\"path\": \"/p/{id}\", \"deadline_ms\": 1000, \"sections\": $pooled}"
+  done
+  local r cpus0=() cpus1=() cpus2=()
+  for ((r = 1; r <= ${ROUNDS:-3}; r++)); do
+    bench "S1 one origin r$r" "$WORK/s1one.json" "${S1_CONNS:-64}" /p/1; cpus0+=("$ROW_CPU_US")
+    UPSTREAM_COUNTS=1 bench "S1 upstream x3 least_request r$r" "$WORK/s1up_least_request.json" "${S1_CONNS:-64}" /p/1; cpus1+=("$ROW_CPU_US")
+    UPSTREAM_COUNTS=1 bench "S1 upstream x3 round_robin r$r" "$WORK/s1up_round_robin.json" "${S1_CONNS:-64}" /p/1; cpus2+=("$ROW_CPU_US")
+  done
+  compare_medians "one-origin" "least_request" "${cpus0[*]}" "${cpus1[*]}"
+  compare_medians "one-origin" "round_robin" "${cpus0[*]}" "${cpus2[*]}"
 }
 
 # S0 and S1 over h2c: the same routes, h2load with 4 connections x 100 streams (docs/performance.md).

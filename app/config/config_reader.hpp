@@ -141,6 +141,10 @@ std::optional<cors_config> read_cors(const object_reader& top);
 std::optional<compression_config> read_compression(const object_reader& top);
 /// `trusted_proxies`, `listen_proxy_protocol`, `drain_delay_ms` (read_balancer.cpp).
 void read_load_balancer(const object_reader& top, config& out);
+/// `upstreams` (read_upstreams.cpp), sorted by name; and the URLs and targets that name one
+/// (no port allowed), reported by JSON path.
+std::vector<upstream_config> read_upstreams(const object_reader& top);
+void check_upstream_users(const config& cfg, problem_list& problems);
 /// The `shared` object (read_shared.cpp); nullopt when absent or (reported) invalid.
 std::optional<shared_config> read_shared(const object_reader& top);
 /// `rate_limit.shared` and `cache_shared` need a top-level `shared` (reported by JSON path);

@@ -39,7 +39,14 @@ bool read_method(const object_reader& grpc, grpc_call_config& out) {
   return true;
 }
 
-/// `http://host:port` or `https://host:port`: an origin, nothing after it, the port written.
+/// [a-z][a-z0-9-]*, at most 63 characters: an upstream's name (docs/upstreams.md).
+bool could_name_upstream(const std::string& host) {
+  return !host.empty() && host.size() <= 63 && host[0] >= 'a' && host[0] <= 'z' &&
+         std::all_of(host.begin(), host.end(), [](char c) { return (c >= 'a' && c <= 'z') || is_digit(c) || c == '-'; });
+}
+
+/// `http://host:port` or `https://host:port`: an origin, nothing after it, the port written (or
+/// an upstream's name, without a port).
 void read_target(const object_reader& grpc, grpc_call_config& out) {
   const std::string expected = "\"http://host:port\" or \"https://host:port\"";
   if (!grpc.require("target", "a string " + expected))
@@ -55,8 +62,11 @@ void read_target(const object_reader& grpc, grpc_call_config& out) {
     const auto colon = authority.rfind(':');
     if (authority.find_first_of("/?#@") != std::string::npos)
       problems.push_back("must be an origin only (no path, query or user)");
-    else if (colon == std::string::npos || (bracket != std::string::npos && colon < bracket))
+    else if ((colon == std::string::npos || (bracket != std::string::npos && colon < bracket)) &&
+             !could_name_upstream(authority))
       problems.push_back("must name its port (" + expected + ")");
+    // (A target without a port that could be an upstream's name is checked once the upstreams
+    // are read: check_upstream_users.)
   }
   for (const auto& problem : problems)
     grpc.problem("target", problem);

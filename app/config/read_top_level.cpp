@@ -91,7 +91,7 @@ config read_config(const json& document, problem_list& problems) {
        "keep_alive_idle_ms", "http2", "tls", "tracing", "admin", "$schema", "retry_budget",
        "deadline_header", "cors", "compression", "protos", "shared",
        "trusted_proxies", "listen_proxy_protocol", "drain_delay_ms", "downstream_idle_timeout_ms",
-       "downstream_drain_quiet_ms"});
+       "downstream_drain_quiet_ms", "upstreams"});
   read_listen(top, out.listen);
   top.read_integer("io_threads", 1, 64, out.io_threads);
   read_inbound_limits(top, out.inbound);
@@ -128,6 +128,8 @@ config read_config(const json& document, problem_list& problems) {
   out.shared = read_shared(top);
   check_shared_users(out, top.find("shared") != nullptr, problems);
   read_load_balancer(top, out);
+  out.upstreams = read_upstreams(top);
+  check_upstream_users(out, problems);
   return out;
 }
 

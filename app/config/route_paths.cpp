@@ -10,7 +10,7 @@ namespace {
 
 /// Built-in endpoints: they take precedence, so a route on one of these paths could never be hit.
 constexpr std::string_view builtin_paths[] = {"/healthz", "/readyz", "/metrics", "/debug/actors",
-                                              "/dashboard"};
+                                              "/debug/upstreams", "/dashboard"};
 
 /// Characters a literal route segment may hold: RFC 3986 pchar without percent-escapes.
 bool is_path_literal_char(char c) {

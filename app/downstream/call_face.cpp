@@ -45,6 +45,44 @@ answer_verdict verdict_of(grpc::call_result&& result, const grpc_call_part& call
   return v;
 }
 
+/// A call's hold on the endpoint it was picked for: its end reported once; a call cancelled
+/// before it ended (a hedge that lost) only leaves the endpoint's calls in flight.
+struct endpoint_call {
+  std::shared_ptr<upstream_table> table;
+  std::shared_ptr<upstream_endpoint> endpoint;
+  bool reported = false;
+
+  endpoint_call(std::shared_ptr<upstream_table> t, std::shared_ptr<upstream_endpoint> e)
+    : table(std::move(t)), endpoint(std::move(e)) {}
+  endpoint_call(const endpoint_call&) = delete;
+  endpoint_call& operator=(const endpoint_call&) = delete;
+  ~endpoint_call() {
+    if (!reported)
+      endpoint->in_flight.fetch_sub(1, std::memory_order_relaxed);
+  }
+  void end(endpoint_result result, answer_verdict& verdict) {
+    reported = true;
+    table->report(*endpoint, result);
+    verdict.endpoint = endpoint->text;
+  }
+};
+
+/// What an HTTP call's end says of its machine (§17's failures: a connection failure or reset, a
+/// timeout, 502, 503, 504).
+endpoint_result machine_result(const transfer_result& r, const answer_verdict& v) {
+  if (r.error == transfer_error::connect || r.error == transfer_error::timeout ||
+      (r.error == transfer_error::none && r.http_status >= 502 && r.http_status <= 504))
+    return endpoint_result::failure;
+  return v.status == section_status::ok ? endpoint_result::ok : endpoint_result::other;
+}
+
+/// A gRPC call's: UNAVAILABLE (a connection failure, a reset, a refusal) or its timeout.
+endpoint_result machine_result(const answer_verdict& v) {
+  if (v.grpc_code == 14 || v.status == section_status::timeout)
+    return endpoint_result::failure;
+  return v.status == section_status::ok ? endpoint_result::ok : endpoint_result::other;
+}
+
 } // namespace
 
 grpc::conversion grpc_data_of(const std::vector<std::string>& messages, const grpc_call_part& call,
@@ -102,6 +140,17 @@ std::vector<std::pair<std::string, std::string>> metadata_of(const std::string& 
 
 std::uint64_t start_section_call(downstream_client& client, section_call_request request,
                                  verdict_completion done) {
+  std::shared_ptr<const call_target> target;
+  std::shared_ptr<endpoint_call> held;
+  if (request.upstream) {
+    auto pick = request.upstream->pick(request.avoid.data(), request.avoid.size());
+    target = std::move(pick.target);
+    if (pick.endpoint) {
+      if (request.picked)
+        *request.picked = pick.endpoint->id;
+      held = std::make_shared<endpoint_call>(std::move(request.upstream), std::move(pick.endpoint));
+    }
+  }
   if (request.grpc) {
     auto call = std::move(request.grpc);
     grpc_call_request grpc_request;
@@ -115,11 +164,15 @@ std::uint64_t start_section_call(downstream_client& client, section_call_request
     grpc_request.max_messages = call->max_messages;
     grpc_request.slow_after = request.slow_after;
     grpc_request.slow = std::move(request.slow);
+    grpc_request.endpoint = std::move(target);
     return start_grpc_call(client, std::move(grpc_request),
                            [call = std::move(call), fields = std::move(request.fields), max_items = request.max_items,
-                            pass = request.write && request.pass_errors,
+                            pass = request.write && request.pass_errors, held = std::move(held),
                             done = std::move(done)](grpc::call_result&& result) {
-                             done(verdict_of(std::move(result), *call, fields, max_items, pass));
+                             auto v = verdict_of(std::move(result), *call, fields, max_items, pass);
+                             if (held)
+                               held->end(machine_result(v), v);
+                             done(std::move(v));
                            });
   }
   transfer_request transfer{std::move(request.url), std::move(request.header_lines), request.timeout,
@@ -129,16 +182,22 @@ std::uint64_t start_section_call(downstream_client& client, section_call_request
   transfer.slow = std::move(request.slow);
   transfer.method = std::move(request.method);
   transfer.body = std::move(request.body);
-  if (request.write)
-    return client.submit(std::move(transfer),
-                         [fields = std::move(request.fields), max_items = request.max_items,
-                          pass = request.pass_errors, done = std::move(done)](transfer_result&& r) {
-                           done(classify_write_answer(std::move(r), fields, max_items, pass));
-                         });
+  transfer.target = std::move(target);
   return client.submit(std::move(transfer),
-                       [fields = std::move(request.fields), max_items = request.max_items,
-                        done = std::move(done)](transfer_result&& r) {
-                         done(classify_answer(std::move(r), fields, max_items));
+                       [fields = std::move(request.fields), max_items = request.max_items, write = request.write,
+                        pass = request.pass_errors, held = std::move(held), done = std::move(done)](transfer_result&& r) {
+                         // (The verdict takes the body over: the machine's result is read first.)
+                         const auto error = r.error;
+                         const auto status = r.http_status;
+                         auto v = write ? classify_write_answer(std::move(r), fields, max_items, pass)
+                                        : classify_answer(std::move(r), fields, max_items);
+                         if (held) {
+                           transfer_result seen;
+                           seen.error = error;
+                           seen.http_status = status;
+                           held->end(machine_result(seen, v), v);
+                         }
+                         done(std::move(v));
                        });
 }
 

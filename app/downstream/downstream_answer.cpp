@@ -233,6 +233,7 @@ section_outcome outcome_of(answer_verdict&& verdict) {
     outcome.messages = std::move(verdict.messages);
   }
   outcome.passed = std::move(verdict.passed);
+  outcome.endpoint = std::move(verdict.endpoint);
   return outcome;
 }
 

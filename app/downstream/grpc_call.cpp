@@ -60,6 +60,7 @@ std::uint64_t start_grpc_call(downstream_client& client, grpc_call_request reque
   call.max_response_bytes = request.max_response_bytes + 5 * (request.max_messages + 2);
   call.slow_after = request.slow_after;
   call.slow = std::move(request.slow);
+  call.target = std::move(request.endpoint);
   auto events = std::make_shared<grpc_events>(request.max_messages, request.max_response_bytes,
                                               std::move(done));
   return client.call(std::move(call), std::move(events));

@@ -29,28 +29,30 @@
 #include "gather/config/port.hpp"
 
 #include "call_timer.hpp"
+#include "retire_epoch.hpp"
 
 namespace gather::downstream_loop {
 
 using namespace std::string_view_literals; // appends of literals without a strlen each
 
-/// Idle keep-alive connections kept per loop, all origins together.
-constexpr std::size_t max_idle_connections = 1024;
-
 void h1_client::start(std::uint64_t id, transfer_request request, downstream_client::completion done) {
+  if (retire_epoch().load(std::memory_order_relaxed) != retire_seen_)
+    close_retired();
   auto t = std::make_shared<transfer>(loop_);
   t->id = id;
   t->done = std::move(done);
   t->max_body_bytes = request.max_body_bytes;
-  auto where = split_url(request.url);
+  auto where = split_url(request.url, request.target);
   const auto& lines = request.header_lines;
   const bool lines_ended = lines.empty() || (lines.size() >= 2 && lines.compare(lines.size() - 2, 2, "\r\n") == 0);
-  if (!where || !lines_ended) {
+  const bool nowhere = request.target && request.target->address.empty();
+  if (!where || !lines_ended || nowhere) {
     --inflight_;
     transfer_result result;
-    result.error = transfer_error::protocol;
+    result.error = nowhere ? transfer_error::connect : transfer_error::protocol;
     // (A block without its last CRLF would end the request's head inside it: never sent.)
-    result.detail = !where ? "not an http or https URL" : "header lines not ended by CRLF";
+    result.detail = nowhere ? request.target->detail
+                    : !where ? "not an http or https URL" : "header lines not ended by CRLF";
     // Posted: start() may run inside submit(), and `done` never runs before submit() returns.
     return asio::post(loop_, [t, result = std::move(result)]() mutable { t->done(std::move(result)); });
   }
@@ -100,65 +102,10 @@ void h1_client::abandon(std::uint64_t id) {
     t->conn->close(); // the downstream sees the connection close
 }
 
-std::unique_ptr<origin_connection> h1_client::take_idle(const std::string& key) {
-  auto it = idle_.find(key);
-  if (it == idle_.end() || it->second.empty())
-    return nullptr;
-  auto conn = std::move(it->second.back());
-  it->second.pop_back();
-  --idle_count_;
-  return conn;
-}
-
-void h1_client::give_back(std::unique_ptr<origin_connection> conn) {
-  if (idle_count_ >= max_idle_connections)
-    return conn->close();
-  ++idle_count_;
-  conn->idle_since = std::chrono::steady_clock::now();
-  const auto ends = conn->idle_since + idle_timeout_;
-  auto& pool = idle_[conn->key];
-  pool.push_back(std::move(conn));
-  sweep_later(ends);
-}
-
-void h1_client::sweep_later(std::chrono::steady_clock::time_point at) {
-  if (idle_timeout_.count() == 0 || (sweep_at_ && *sweep_at_ <= at))
-    return; // never, or a sweep comes first (it arms the next one)
-  sweep_at_ = at;
-  sweep_.expires_at(at);
-  sweep_.async_wait([this](const error_code& ec) {
-    if (!ec)
-      sweep();
-  });
-}
-
-void h1_client::sweep() {
-  sweep_at_.reset();
-  const auto now = std::chrono::steady_clock::now();
-  std::optional<std::chrono::steady_clock::time_point> next;
-  for (auto it = idle_.begin(); it != idle_.end();) {
-    auto& pool = it->second;
-    std::size_t old = 0;
-    while (old < pool.size() && now - pool[old]->idle_since >= idle_timeout_)
-      pool[old++]->close();
-    pool.erase(pool.begin(), pool.begin() + static_cast<std::ptrdiff_t>(old));
-    idle_count_ -= old;
-    if (pool.empty()) {
-      it = idle_.erase(it);
-      continue;
-    }
-    const auto ends = pool.front()->idle_since + idle_timeout_;
-    if (!next || ends < *next)
-      next = ends;
-    ++it;
-  }
-  if (next)
-    sweep_later(*next);
-}
-
 void h1_client::connect(const std::shared_ptr<transfer>& t) {
-  t->conn = std::make_unique<origin_connection>(loop_, tls_, t->where.tls);
+  t->conn = std::make_unique<origin_connection>(loop_, tls_context_for(t->where, tls_, false), t->where.tls);
   t->conn->key = t->where.key;
+  t->conn->endpoint = t->where.endpoint;
   t->reused = false;
   error_code ec;
   const auto address = asio::ip::make_address(t->where.host, ec);
@@ -208,7 +155,7 @@ void h1_client::connected(const std::shared_ptr<transfer>& t, const error_code& 
   if (!t->conn->tls_stream)
     return send(t);
   auto& stream = *t->conn->tls_stream;
-  verify_host(stream, t->where.host);
+  verify_host(stream, tls_name_of(t->where));
   stream.async_handshake(asio::ssl::stream_base::client, [this, t](const error_code& hec) {
     if (t->finished)
       return;

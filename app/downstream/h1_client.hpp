@@ -74,6 +74,11 @@ public:
 
 private:
   std::unique_ptr<origin_connection> take_idle(const std::string& key);
+  /// Some endpoint left its upstream since the last look (retire_epoch.hpp): its idle
+  /// connections close now.
+  void close_retired();
+  /// The connection's idle bound: its upstream's idle_timeout_ms, else downstream_idle_timeout_ms.
+  std::chrono::milliseconds idle_timeout_of(const origin_connection& conn) const;
   /// The idle pool's one timer: at the oldest idle connection's end, every one that old is closed.
   void sweep_later(std::chrono::steady_clock::time_point at);
   void sweep();
@@ -127,6 +132,7 @@ private:
   std::chrono::milliseconds idle_timeout_;
   asio::steady_timer sweep_;
   std::optional<std::chrono::steady_clock::time_point> sweep_at_; ///< when the timer is armed for
+  std::uint64_t retire_seen_ = 0; ///< the retire_epoch() this loop's pools last acted on
 };
 
 } // namespace gather::downstream_loop

@@ -13,6 +13,7 @@
 #include "gather/downstream/header_names.hpp"
 
 #include "call_timer.hpp"
+#include "retire_epoch.hpp"
 
 namespace gather::downstream_loop {
 
@@ -30,14 +31,18 @@ h2_client::~h2_client() {
 }
 
 void h2_client::start(std::uint64_t id, stream_request request, std::shared_ptr<stream_events> events) {
+  if (retire_epoch().load(std::memory_order_relaxed) != retire_seen_)
+    drain_retired();
   auto call = std::make_shared<h2_call>(loop_);
   call->id = id;
   call->events = std::move(events);
-  auto where = split_url(request.url);
+  auto where = split_url(request.url, request.target);
   call->request = std::move(request);
   running_.emplace(id, call);
   if (!where)
     return fail_now(call, stream_ending::protocol, "not an http or https URL");
+  if (where->endpoint && where->endpoint->address.empty())
+    return fail_now(call, stream_ending::connection, where->endpoint->detail);
   for (const auto& [name, value] : call->request.headers) {
     const bool upper = std::any_of(name.begin(), name.end(), [](char c) { return std::isupper(static_cast<unsigned char>(c)); });
     if (name.empty() || name[0] == ':' || upper || is_connection_specific(name))
@@ -46,6 +51,18 @@ void h2_client::start(std::uint64_t id, stream_request request, std::shared_ptr<
   call->where = std::move(*where);
   arm(call);
   place(call, nullptr);
+}
+
+void h2_client::drain_retired() {
+  retire_seen_ = retire_epoch().load(std::memory_order_relaxed);
+  std::vector<std::shared_ptr<h2_link>> retired;
+  for (auto& [key, origin] : links_)
+    for (auto& list : origin.by_state)
+      for (auto& link : list)
+        if (const auto& endpoint = link->where().endpoint; endpoint && endpoint->retired.load(std::memory_order_relaxed))
+          retired.push_back(link);
+  for (auto& link : retired) // (each retire moves the link between lists: not while walking them)
+    link->retire("its endpoint left the upstream");
 }
 
 void h2_client::fail_now(const std::shared_ptr<h2_call>& call, stream_ending how, std::string detail) {
@@ -146,7 +163,11 @@ void h2_client::idle(h2_link& link) {
   asio::post(loop_, [this, keep] { // not inside the session's callbacks
     if (keep->machine().in_use() != 0 || keep->state() != link_state::ready)
       return;
-    // Kept while it is the only ready link of its origin; else closed (GOAWAY).
+    // Kept while it is the only ready link of its origin (and its endpoint has not left its
+    // upstream); else closed (GOAWAY).
+    const auto& endpoint = keep->where().endpoint;
+    if (endpoint && endpoint->retired.load(std::memory_order_relaxed))
+      return keep->shut("its endpoint left the upstream");
     auto it = links_.find(keep->where().key);
     if (it == links_.end())
       return;

@@ -55,6 +55,9 @@ private:
   /// A link of the call's origin with room (not `exclude`), else a new one; then the call on it.
   void place(const std::shared_ptr<h2_call>& call, const h2_link* exclude);
   void fail_now(const std::shared_ptr<h2_call>& call, stream_ending how, std::string detail);
+  /// Some endpoint left its upstream since the last look (retire_epoch.hpp): its links take no
+  /// new stream and close when their streams have ended.
+  void drain_retired();
 
   asio::io_context& loop_;
   name_lookups& lookups_;
@@ -77,6 +80,7 @@ private:
   http1_handover to_http1_;
   std::unordered_map<std::uint64_t, std::shared_ptr<h2_call>> running_;
   std::unordered_map<std::string, origin_links> links_;
+  std::uint64_t retire_seen_ = 0; ///< the retire_epoch() this loop's links last acted on
 };
 
 /// The request's headers as a transfer's "Name: value\r\n" lines, for HTTP/2: names lower case,

@@ -27,9 +27,11 @@ constexpr std::size_t write_bytes = 64 * 1024;
 
 h2_link::h2_link(h2_client& owner, asio::io_context& loop, asio::ssl::context& tls, const origin_and_target& where,
                  const link_bounds& bounds)
-  : owner_(owner), loop_(loop), where_(where), conn_(std::make_unique<origin_connection>(loop, tls, where.tls)),
-    in_(read_bytes), machine_(bounds, link_machine::clock::now()), timer_(loop) {
+  : owner_(owner), loop_(loop), where_(where),
+    conn_(std::make_unique<origin_connection>(loop, tls_context_for(where, tls, true), where.tls)),
+    in_(read_bytes), machine_(where.endpoint ? where.endpoint->bounds : bounds, link_machine::clock::now()), timer_(loop) {
   conn_->key = where.key;
+  conn_->endpoint = where.endpoint;
   session_ = new_session();
   machine_.watch([this](link_state from, link_state to) { owner_.moved(*this, from, to); });
 }
@@ -75,7 +77,7 @@ void h2_link::connected(const error_code& ec) {
   if (!conn_->tls_stream)
     return ready();
   auto& stream = *conn_->tls_stream;
-  verify_host(stream, where_.host);
+  verify_host(stream, tls_name_of(where_));
   auto self = shared_from_this();
   stream.async_handshake(asio::ssl::stream_base::client, [self](const error_code& hec) {
     if (self->closed())
@@ -111,6 +113,15 @@ void h2_link::shut(std::string why) {
       return;
   }
   broken(stream_ending::connection, std::move(why));
+}
+
+void h2_link::retire(std::string why) {
+  if (closed())
+    return;
+  if (load() == 0)
+    return shut(std::move(why));
+  machine_.drain(link_machine::clock::now());
+  rearm(); // drained: shut when the last stream ends (check())
 }
 
 void h2_link::flush() {

@@ -87,6 +87,8 @@ public:
   /// Ends the connection: GOAWAY when the session is up, then the socket closes. Calls still on
   /// it end `connection`.
   void shut(std::string why);
+  /// No new stream from now on; the link closes once its streams have ended (at once without any).
+  void retire(std::string why);
   /// The loop has stopped: the socket closes, nothing is sent, no call is told.
   void close_now() { broken(stream_ending::connection, "the client stopped"); }
 

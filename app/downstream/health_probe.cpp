@@ -125,13 +125,15 @@ int health_check_status(const std::string& response) {
 }
 
 std::uint64_t probe_endpoint(downstream_client& client, const std::string& origin,
-                             const health_probe_spec& spec, std::function<void(probe_outcome)> done) {
+                             const health_probe_spec& spec, std::function<void(probe_outcome)> done,
+                             std::shared_ptr<const call_target> target) {
   if (spec.what == health_probe_spec::kind::path) {
     transfer_request request;
     request.url = origin + (spec.path.empty() || spec.path.front() != '/' ? "/" : "") + spec.path;
     request.header_lines = "User-Agent: gather-health-check/" GATHER_VERSION "\r\n";
     request.timeout = spec.timeout;
     request.max_body_bytes = spec.max_response_bytes;
+    request.target = std::move(target);
     return client.submit(std::move(request),
                          [done = std::move(done)](transfer_result&& r) { done(of_transfer(r)); });
   }
@@ -142,6 +144,7 @@ std::uint64_t probe_endpoint(downstream_client& client, const std::string& origi
   request.timeout = spec.timeout;
   request.grpc_timeout = spec.timeout;
   request.max_response_bytes = spec.max_response_bytes;
+  request.endpoint = std::move(target);
   return start_grpc_call(client, std::move(request),
                          [done = std::move(done)](grpc::call_result&& r) { done(of_call(r)); });
 }

@@ -76,7 +76,8 @@ struct health_schedule::impl : std::enable_shared_from_this<impl> {
                                     take();
                                   else
                                     boost::asio::post(loop, std::move(take));
-                                });
+                                },
+                                options.target_of ? options.target_of(origin) : nullptr);
   }
 
   void probed(const std::string& origin, std::uint64_t serial, const probe_outcome& outcome) {

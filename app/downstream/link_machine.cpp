@@ -99,6 +99,9 @@ void link_machine::lost() {
 
 link_due link_machine::due(time_point now) {
   settle(now);
+  if (bounds_.max_age.count() > 0 && now - born_ >= bounds_.max_age &&
+      (state_ == link_state::ready || state_ == link_state::busy))
+    drain(now); // too old: no new stream; it closes when its streams have ended
   switch (state_) {
     case link_state::draining:
       if (open_.empty() && waiting_ == 0)
@@ -133,6 +136,8 @@ std::optional<link_machine::time_point> link_machine::next_check() const {
   }
   if (state_ == link_state::ready && idle_since_ && bounds_.idle_timeout.count() > 0)
     earliest(*idle_since_ + bounds_.idle_timeout);
+  if (bounds_.max_age.count() > 0 && (state_ == link_state::ready || state_ == link_state::busy))
+    earliest(born_ + bounds_.max_age);
   return next;
 }
 

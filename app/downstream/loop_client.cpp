@@ -79,6 +79,7 @@ stream_request stream_form(const transfer_request& request) {
   out.max_response_bytes = request.max_body_bytes;
   out.slow_after = request.slow_after;
   out.slow = request.slow;
+  out.target = request.target;
   return out;
 }
 
@@ -92,13 +93,13 @@ loop_client::loop_client(asio::io_context& loop, name_lookups& lookups, std::ato
       h1_.give_back(std::move(conn));
     }) {}
 
-bool loop_client::speaks_http1_only(const std::string& url) {
+bool loop_client::speaks_http1_only(const transfer_request& request) {
   if (http1_origins_.empty())
     return false;
-  auto origin = url_origin(url);
-  if (!origin)
+  auto where = split_url(request.url, request.target);
+  if (!where)
     return false;
-  auto it = http1_origins_.find(*origin);
+  auto it = http1_origins_.find(where->key);
   if (it == http1_origins_.end())
     return false;
   if (std::chrono::steady_clock::now() < it->second)
@@ -108,7 +109,7 @@ bool loop_client::speaks_http1_only(const std::string& url) {
 }
 
 void loop_client::start(std::uint64_t id, transfer_request request, downstream_client::completion done) {
-  if (!request.http2 || speaks_http1_only(request.url))
+  if (!request.http2 || speaks_http1_only(request))
     return h1_.start(id, std::move(request), std::move(done));
   auto call = stream_form(request);
   h2_.start(id, std::move(call), std::make_shared<transfer_collector>(*this, id, std::move(request), std::move(done)));

@@ -41,7 +41,7 @@ public:
   void fall_back(std::uint64_t id, transfer_request request, downstream_client::completion done);
 
 private:
-  bool speaks_http1_only(const std::string& url);
+  bool speaks_http1_only(const transfer_request& request);
 
   asio::io_context& loop_;
   std::atomic<std::size_t>& inflight_;

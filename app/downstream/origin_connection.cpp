@@ -1,6 +1,8 @@
 // The TLS side of a downstream connection, as both clients of a loop set it up.
 #include "origin_connection.hpp"
 
+#include "endpoint_tls.hpp"
+
 namespace gather::downstream_loop {
 
 std::unique_ptr<asio::ssl::context> make_client_tls(bool alpn_h2) {
@@ -24,6 +26,12 @@ void verify_host(asio::ssl::stream<tcp::socket>& stream, const std::string& host
   if (not_ip)
     SSL_set_tlsext_host_name(stream.native_handle(), host.c_str());
   stream.set_verify_callback(asio::ssl::host_name_verification(host));
+}
+
+asio::ssl::context& tls_context_for(const origin_and_target& where, asio::ssl::context& fallback, bool http2) {
+  if (!where.endpoint || !where.endpoint->tls)
+    return fallback;
+  return http2 ? *where.endpoint->tls->http2 : *where.endpoint->tls->http1;
 }
 
 } // namespace gather::downstream_loop

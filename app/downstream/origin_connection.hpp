@@ -13,6 +13,8 @@
 #include <boost/asio/ssl.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 
+#include "gather/downstream/url_split.hpp"
+
 namespace gather::downstream_loop {
 
 namespace asio = boost::asio;
@@ -41,7 +43,18 @@ struct origin_connection {
   boost::beast::flat_buffer buffer;
   std::string key; ///< its pool's: scheme://host:port, the host lower case (split_url)
   std::chrono::steady_clock::time_point idle_since; ///< while it waits in an idle pool
+  std::chrono::steady_clock::time_point born = std::chrono::steady_clock::now();
+  /// The upstream's endpoint it was made for (its bounds, whether it left); null for an origin.
+  std::shared_ptr<const call_target> endpoint;
 };
+
+/// The TLS context a connection to `where` uses: its upstream's, else `fallback` (the system's CAs).
+asio::ssl::context& tls_context_for(const origin_and_target& where, asio::ssl::context& fallback, bool http2);
+
+/// The name TLS sends as SNI and checks in the certificate for `where`.
+inline const std::string& tls_name_of(const origin_and_target& where) {
+  return where.tls_name.empty() ? where.host : where.tls_name;
+}
 
 
 /// Sets up a TLS client stream for `host`: SNI (for a name: RFC 6066 allows no IP address there)

@@ -75,4 +75,17 @@ std::optional<origin_and_target> split_url(const std::string& text) {
   return out;
 }
 
+std::optional<origin_and_target> split_url(const std::string& url, const std::shared_ptr<const call_target>& target) {
+  auto out = split_url(url);
+  if (!out || !target)
+    return out;
+  out->host = target->address;
+  out->port = std::to_string(target->port);
+  out->key = (out->tls ? "https://" : "http://") + target->pool_key;
+  out->host_header = target->authority;
+  out->tls_name = target->server_name;
+  out->endpoint = target;
+  return out;
+}
+
 } // namespace gather

@@ -97,7 +97,7 @@ request_dispatch::serve(const std::shared_ptr<const serving_config>& serving, ad
     return serve_ops(head.method, path, request.request_id,
                      ops_sources{cfg, stats_, system_, services_.client, serving->counters,
                                  services_.inflight, services_.cache, services_.nodes,
-                                 services_.spans});
+                                 services_.spans, serving->upstreams});
   if (role_ == listener_role::admin) // no route is served here, whatever its path
     return error_reply(404, "no_route", request.request_id);
   auto record = record_of(*serving, head, request.request_id, request.route_index(), arrived);

@@ -1,4 +1,5 @@
 #include "gather/ops/metrics.hpp"
+#include "gather/ops/prometheus_text.hpp"
 #include "gather/downstream/grpc_wire.hpp"
 
 #include <cstdio>
@@ -33,15 +34,7 @@ std::string number(double value) {
 }
 
 void header(std::string& out, const char* name, const char* type, const char* help) {
-  out += "# HELP ";
-  out += name;
-  out += ' ';
-  out += help;
-  out += "\n# TYPE ";
-  out += name;
-  out += ' ';
-  out += type;
-  out += '\n';
+  write_family_header(out, name, type, help);
 }
 
 void sample(std::string& out, const std::string& name, const std::string& labels, std::uint64_t value) {
@@ -104,6 +97,18 @@ void latency_histogram::write(std::string& out, const std::string& name, const s
     out += '{' + labels + '}';
   out += ' ' + number(static_cast<double>(sum_us_.load(std::memory_order_relaxed)) / 1e6) + '\n';
   sample(out, name + "_count", labels, count_.load(std::memory_order_relaxed));
+}
+
+void write_family_header(std::string& out, const char* name, const char* type, const char* help) {
+  out += "# HELP ";
+  out += name;
+  out += ' ';
+  out += help;
+  out += "\n# TYPE ";
+  out += name;
+  out += ' ';
+  out += type;
+  out += '\n';
 }
 
 std::string escape_label(const std::string& value) {

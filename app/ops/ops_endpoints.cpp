@@ -2,6 +2,7 @@
 
 #include "gather/cluster/cluster.hpp"
 #include "gather/ops/dashboard.hpp"
+#include "gather/ops/upstream_report.hpp"
 #include "gather/actors/section_cache.hpp"
 #include "gather/tracing/span_exporter.hpp"
 
@@ -71,6 +72,7 @@ http_reply metrics_text(const ops_sources& src) {
   http_reply reply;
   reply.content_type = "text/plain; version=0.0.4";
   reply.body = src.counters.exposition(process);
+  reply.body += upstream_metrics(src.upstreams);
   return reply;
 }
 
@@ -135,7 +137,7 @@ bool is_ops_path(const std::string& path, const config& cfg, listener_role role)
     return true;
   if (cfg.admin && role == listener_role::main)
     return false;
-  return path == "/metrics" || path == "/debug/actors" || path == "/dashboard";
+  return path == "/metrics" || path == "/debug/actors" || path == "/debug/upstreams" || path == "/dashboard";
 }
 
 http_reply serve_ops(const std::string& method, const std::string& path, const std::string& request_id,
@@ -153,6 +155,11 @@ http_reply serve_ops(const std::string& method, const std::string& path, const s
     return metrics_text(sources);
   if (path == "/debug/actors")
     return debug_actors(sources);
+  if (path == "/debug/upstreams") {
+    http_reply reply;
+    reply.body = upstream_report(sources.upstreams).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    return reply;
+  }
   return dashboard(request_id);
 }
 

@@ -129,6 +129,8 @@ void log_request(const std::string& request_id, const std::string& trace_id, con
       line.field("detail", o.detail);
     if (!o.node.empty())
       line.field("node", o.node);
+    if (!o.endpoint.empty())
+      line.field("endpoint", o.endpoint);
     if (o.hedges > 0)
       line.field("hedges", o.hedges);
     if (o.not_made != not_made_reason::none)

@@ -26,16 +26,18 @@ section_guards::section_guards(const config& cfg) : policy_(cfg.retry_budget) {
   for (std::size_t r = 0; r < cfg.routes.size(); ++r) {
     const auto& route = cfg.routes[r];
     if (route.batch)
-      batch_budgets_[r] = &budget_for(route.batch->grpc ? route.batch->grpc->target
+      batch_budgets_[r] = &budget_for(cfg, route.batch->grpc ? route.batch->grpc->target
                                                         : route.batch->url.source);
     for (const auto& section : route.sections)
       sections_[r].push_back(std::make_unique<section_guard>(
-          section, budget_for(section.grpc ? section.grpc->target : section.url.source)));
+          section, budget_for(cfg, section.grpc ? section.grpc->target : section.url.source)));
   }
 }
 
-retry_budget& section_guards::budget_for(const std::string& url) {
-  auto& slot = budgets_[origin_of(url)];
+retry_budget& section_guards::budget_for(const config& cfg, const std::string& url) {
+  // An upstream's calls share one budget, whatever endpoint each went to (docs/upstreams.md).
+  const auto* up = cfg.upstream_of(url);
+  auto& slot = budgets_[up ? "upstream:" + up->name : origin_of(url)];
   if (!slot)
     slot = std::make_unique<retry_budget>(policy_);
   return *slot;

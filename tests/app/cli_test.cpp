@@ -71,6 +71,34 @@ TEST_CASE("check: an invalid file exits 2 and names every problem by its JSON pa
   CHECK(run(binary, {"check", "--config", temp_file("{not json")}).code == 2);
 }
 
+TEST_CASE("check: upstream mistakes are named by their JSON path, and no name is looked up", "[system][cli][upstreams]") {
+  auto cfg = valid_config();
+  cfg["routes"][0]["sections"][0]["url"] = "http://prices:9002/items/{id}";
+  const auto not_a_key = temp_file("not a PEM key\n");
+  cfg["upstreams"] = {
+      {"prices", {{"endpoints", {"10.0.0.7:9002"}}, {"outlier", {{"eject_ms", 0}}}}},
+      {"library", {{"dns", "library.books.svc.cluster.local:50051"}, {"srv", "_grpc._tcp.library"}}},
+      {"books", {{"dns", "books.invalid:1"}, {"tls", {{"cert_file", "/nonexistent/gw.pem"}}}}}};
+  auto r = run(binary, {"check", "--config", temp_file(cfg.dump())});
+  CHECK(r.code == 2);
+  CHECK(r.err.find("upstreams.prices.outlier.eject_ms: must be an integer from 1 to 3600000") != std::string::npos);
+  CHECK(r.err.find("upstreams.library: must have exactly one of \"endpoints\", \"dns\" and \"srv\"") != std::string::npos);
+  CHECK(r.err.find("upstreams.books.tls.cert_file: cannot read \"/nonexistent/gw.pem\"") != std::string::npos);
+  CHECK(r.err.find("upstreams.books.tls.cert_file: needs key_file") != std::string::npos);
+  CHECK(r.err.find("routes[0].sections[0].url: names the upstream \"prices\": no port here") != std::string::npos);
+  // Files that open but are no certificate and key: OpenSSL's verdict, by path too.
+  auto tls = valid_config();
+  tls["upstreams"] = {{"books", {{"dns", "books.invalid:1"}, {"tls", {{"cert_file", not_a_key}, {"key_file", not_a_key}}}}}};
+  auto bad = run(binary, {"check", "--config", temp_file(tls.dump())});
+  CHECK(bad.code == 2);
+  CHECK(bad.err.find("upstreams.books.tls: cert_file") != std::string::npos);
+  // A valid one (its dns name is never looked up: .invalid would not resolve).
+  auto ok = valid_config();
+  ok["routes"][0]["sections"][0]["url"] = "http://books/items/{id}";
+  ok["upstreams"] = {{"books", {{"dns", "books.invalid:1"}, {"health", {{"path", "/healthz"}}}}}};
+  CHECK(run(binary, {"check", "--config", temp_file(ok.dump())}).code == 0);
+}
+
 TEST_CASE("serve: an invalid file exits 2 without binding", "[system][cli]") {
   auto cfg = valid_config();
   cfg["routes"] = json::array();

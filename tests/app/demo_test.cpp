@@ -282,6 +282,20 @@ TEST_CASE("demo: every curl line it prints works as printed and shows what it sa
       CHECK(body["section"] == "add");
       CHECK(body["message"].get<std::string>().find("body.quantity") != std::string::npos);
     };
+  claims["curl -s {base}/debug/upstreams"] = [](runner run_it) {
+    // After the book pages above: their gRPC calls went to both instances, in turn.
+    const auto library = parse_json(run_it())["upstreams"]["library"];
+    CHECK(library["balance"] == "round_robin");
+    REQUIRE(library["endpoints"].size() == 2);
+    const auto calls = [&](int i) {
+      const auto& c = library["endpoints"][i]["calls"];
+      return c["ok"].get<int>() + c["failure"].get<int>() + c["other"].get<int>();
+    };
+    const auto a = calls(0), b = calls(1);
+    CHECK(a > 0);
+    CHECK(b > 0);
+    CHECK(std::abs(a - b) <= 2);
+  };
   claims["curl -s {base}/healthz"] = [](runner run_it) {
     CHECK(parse_json(run_it())["status"] == "ok");
   };

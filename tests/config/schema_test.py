@@ -256,6 +256,11 @@ def instances(document):
             for key, child in node.get("properties", {}).items():
                 if key in value:
                     walk(child, value[key], pointer + (key,))
+            extra = node.get("additionalProperties")
+            if isinstance(extra, dict):  # a map (`upstreams`: name -> upstream)
+                for key, child in value.items():
+                    if key not in node.get("properties", {}):
+                        walk(extra, child, pointer + (key,))
         if isinstance(value, list) and "items" in node:
             for index, item in enumerate(value):
                 walk(node["items"], item, pointer + (index,))

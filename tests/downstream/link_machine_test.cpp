@@ -238,3 +238,23 @@ TEST_CASE("link machine: a ready link with no slot counted for idle_timeout is d
     REQUIRE(link.machine.due(link.at(100h)) == link_due::nothing);
   }
 }
+
+TEST_CASE("link machine: past max_age a link takes no new stream and closes once its streams end", "[unit][downstream][upstreams]") {
+  watched_link link(link_bounds{60000ms, 1000ms, 500ms});
+  link.heard(100);
+  link.machine.opened(1);
+  REQUIRE(link.machine.next_check() == link.at(500ms)); // the age bound is a check of its own
+  CHECK(link.machine.due(link.at(499ms)) == link_due::nothing);
+  CHECK(link.machine.state() == link_state::ready);
+  CHECK(link.machine.due(link.at(500ms)) == link_due::nothing); // its stream still runs
+  CHECK(link.machine.state() == link_state::draining);
+  CHECK_FALSE(link.machine.takes_stream());
+  link.machine.ended(1, link.at(600ms));
+  CHECK(link.machine.due(link.at(600ms)) == link_due::drained);
+  // Without max_age (0) a link lives on.
+  watched_link ageless;
+  ageless.heard(100);
+  ageless.machine.opened(1);
+  CHECK(ageless.machine.due(ageless.at(3600000ms)) == link_due::nothing);
+  CHECK(ageless.machine.state() == link_state::ready);
+}

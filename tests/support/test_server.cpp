@@ -45,8 +45,8 @@ sockaddr_in loopback_address(int port) {
 // A full HTTP round trip: a bare connect succeeds as soon as the socket listens (the kernel
 // queues it), and is_running() turns true before httplib has created its handler pool.
 // OPTIONS reaches no GET handler, so it does not show up in calls().
-bool answers_http(int port) {
-  httplib::Client probe("127.0.0.1", port);
+bool answers_http(int port, const std::string& host = "127.0.0.1") {
+  httplib::Client probe(host, port);
   probe.set_connection_timeout(1);
   probe.set_read_timeout(1);
   return static_cast<bool>(probe.Options("*"));
@@ -93,7 +93,9 @@ test_server& test_server::get(const std::string& pattern, handler h) {
   return *this;
 }
 
-void test_server::start() {
+void test_server::start() { start_on("127.0.0.1"); }
+
+void test_server::start_on(const std::string& host, int port) {
   // httplib listens with a backlog of 5; catch its socket while binding to deepen that.
   // (The server keeps the callback, so it owns what it writes to.)
   auto listen_fd = std::make_shared<int>(-1);
@@ -102,11 +104,12 @@ void test_server::start() {
     ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on); // httplib's default option
     *listen_fd = fd;
   });
-  port_ = server_.bind_to_any_port("127.0.0.1");
+  host_ = host;
+  port_ = port == 0 ? server_.bind_to_any_port(host) : (server_.bind_to_port(host, port) ? port : -1);
   if (port_ < 0) fail("test_server: bind");
   if (::listen(*listen_fd, listen_backlog) != 0) fail("test_server: listen");
   thread_ = std::thread([this] { server_.listen_after_bind(); });
-  if (!eventually([this] { return server_.is_running() && answers_http(port_); }, std::chrono::seconds(10)))
+  if (!eventually([this] { return server_.is_running() && answers_http(port_, host_); }, std::chrono::seconds(10)))
     throw std::runtime_error("test_server: did not start");
 }
 

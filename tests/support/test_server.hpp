@@ -28,8 +28,13 @@ public:
   test_server& get(const std::string& pattern, handler h);
   /// Binds 127.0.0.1:0 and starts serving; returns once the server accepts connections.
   void start();
+  /// The same on another loopback address (127.0.0.2, ...): several instances of one service;
+  /// on `port` when not 0 (the instances of a `dns` name share one).
+  void start_on(const std::string& host, int port = 0);
 
   int port() const { return port_; }
+  /// "host:port" as an upstream's `endpoints` entry names it.
+  std::string address() const { return host_ + ":" + std::to_string(port_); }
   std::string base_url() const; ///< "http://127.0.0.1:<port>"
 
   /// Inside a handler: block until the server is being destroyed (a downstream that never answers
@@ -50,6 +55,7 @@ private:
   httplib::Server server_;
   std::thread thread_;
   int port_ = 0;
+  std::string host_ = "127.0.0.1";
   std::atomic<int> calls_{0}, active_{0}, max_active_{0};
   std::mutex mutex_;
   std::condition_variable stopping_cv_;

@@ -484,6 +484,40 @@ function drawSlowest(dbg) {
     el("tbody", {}, ...rows)));
 }
 
+// Each upstream's endpoints and their states (docs/upstreams.md), from /debug/upstreams.
+const ENDPOINT_COLORS = {available: COLORS.ok, ejected: COLORS.error, unhealthy: COLORS.timeout, leaving: COLORS.skipped};
+
+function drawUpstreams(ups) {
+  const box = document.getElementById("upstreams");
+  const all = ups && ups.upstreams && typeof ups.upstreams === "object" ? Object.entries(ups.upstreams) : null;
+  if (!all) { box.replaceChildren(el("div", {"class": "empty"}, "\u2014")); return; }
+  if (!all.length) { box.replaceChildren(el("div", {"class": "empty"}, "no upstreams configured")); return; }
+  const rows = [];
+  for (const [name, u] of all) {
+    for (const e of Array.isArray(u.endpoints) ? u.endpoints : []) {
+      const state = String(e.state ?? "");
+      const calls = e.calls || {};
+      const labels = {"data-upstream": name, "data-endpoint": String(e.address ?? "")};
+      rows.push(el("tr", {},
+        el("td", {"class": "l mono", title: name + (u.panic ? " (panic: no endpoint available)" : "")},
+           name, u.panic ? " \u26a0" : ""),
+        el("td", {"class": "l mono", title: String(e.address ?? "")}, String(e.address ?? "")),
+        el("td", {"class": "l"}, el("span", {"class": "dot", style: `background:${ENDPOINT_COLORS[state] || COLORS.skipped}`}),
+           el("span", {"class": "endpoint-state", "data-upstream": name, "data-endpoint": String(e.address ?? "")}, state)),
+        el("td", {}, num("upstream_weight", numOrNull(e.weight), fmtInt, labels)),
+        el("td", {}, num("upstream_in_flight", numOrNull(e.in_flight), fmtInt, labels)),
+        el("td", {}, num("upstream_ok", numOrNull(calls.ok), fmtInt, labels)),
+        el("td", {}, num("upstream_failure", numOrNull(calls.failure), fmtInt, labels, calls.failure ? "bad" : "")),
+        el("td", {}, num("upstream_failures_in_row", numOrNull(e.failures_in_row), fmtInt, labels))));
+    }
+  }
+  box.replaceChildren(el("table", {},
+    el("thead", {}, el("tr", {}, el("th", {"class": "l"}, "upstream"), el("th", {"class": "l"}, "endpoint"),
+                       el("th", {"class": "l"}, "state"), el("th", {}, "weight"), el("th", {}, "in flight"),
+                       el("th", {}, "ok"), el("th", {}, "failures"), el("th", {}, "in a row"))),
+    el("tbody", {}, ...rows)));
+}
+
 function latencyCell(metric, v, capped, labels, window) {
   return el("td", {title: window === "interval" ? "last scrape interval" : "since start (nothing in the last interval)"},
             num(metric, v, fmtMs, Object.assign({"data-window": window}, labels), window === "all" ? "muted" : "",
@@ -671,7 +705,8 @@ async function poll() {
   const started = performance.now();
   const problems = [];
   // Relative URLs: the page works behind a proxy that adds a path prefix.
-  const [metricsText, debugText] = await Promise.allSettled([fetchText("metrics"), fetchText("debug/actors")]);
+  const [metricsText, debugText, upstreamsText] = await Promise.allSettled(
+    [fetchText("metrics"), fetchText("debug/actors"), fetchText("debug/upstreams")]);
   polls++;
   let model = null;
   if (metricsText.status === "fulfilled") {
@@ -696,6 +731,14 @@ async function poll() {
     problems.push("/debug/actors: " + (debugText.reason && debugText.reason.message || "unreachable"));
   }
   if (dbg) lastDebug = dbg;
+  let ups = null;
+  if (upstreamsText.status === "fulfilled") {
+    try { ups = JSON.parse(upstreamsText.value); } catch (e) { problems.push("/debug/upstreams: " + e.message); }
+  } else if (upstreamsText.reason && upstreamsText.reason.message === "HTTP 404") {
+    ups = {upstreams: {}}; // a gateway without the endpoint: none to show, nothing wrong
+  } else {
+    problems.push("/debug/upstreams: " + (upstreamsText.reason && upstreamsText.reason.message || "unreachable"));
+  }
   if (model) {
     model.dbg = dbg;
     while (history.length && model.t - history[0].t > WINDOW_MS) history.shift();
@@ -714,6 +757,7 @@ async function poll() {
     drawTiles(prev, dbg || lastDebug);
     drawNodes(prev, dbg || lastDebug);
     drawSlowest(dbg);
+    drawUpstreams(ups);
     drawRoutes(prev);
   } catch (e) {
     problems.push("drawing: " + e.message);

@@ -54,6 +54,9 @@ struct section_call {
   /// plan and descriptors of the request's generation, which outlives the worker. On a cluster
   /// node: the path, message and max_messages its work carried, without descriptors.
   std::shared_ptr<const grpc_call_part> grpc;
+  /// The upstream the section calls (docs/upstreams.md): each call picks one of its endpoints;
+  /// null for a plain origin. Such a section never runs on a cluster node.
+  std::shared_ptr<upstream_table> upstream;
 };
 
 /// Resolves section `index` of route `route` (in `serving`, the request's generation) for one
@@ -100,6 +103,8 @@ struct section_worker_state {
   std::int32_t hedges = 0;
   not_made_reason not_made = not_made_reason::none;
   std::int32_t attempts = 0;
+  /// The upstream's endpoints its calls went to, in order: a retry or a hedge avoids them.
+  std::vector<std::uint32_t> endpoints_used;
   steady_time started;
   std::uint32_t sent = 0;          ///< work sent to nodes so far: tells a stale answer from the current one
   // A cache_shared section's way through the shared store (section_worker_shared.cpp):

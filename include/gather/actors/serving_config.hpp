@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "gather/config/config.hpp"
+#include "gather/downstream/upstream_registry.hpp"
 #include "gather/ops/metrics.hpp"
 #include "gather/resilience/section_guards.hpp"
 
@@ -41,11 +42,12 @@ struct serving_config {
   /// `cfg` must be valid (load_config accepted it); `series` must outlive the generation;
   /// `gates`: the routes' token guards and rate limiters, built from `cfg` by the gateway.
   /// `reflection`: the gateway's reflection sources (kept across reloads), for a `cfg` whose
-  /// targets have `"reflection": true`; must outlive the generation.
+  /// targets have `"reflection": true`; must outlive the generation. `upstreams`: the gateway's
+  /// tables of endpoints (kept across reloads); without it the generation makes its own.
   serving_config(config cfg, std::uint64_t number, metrics::registry& series,
                  std::shared_ptr<const admission_gates> gates = nullptr,
                  reflection_registry* reflection = nullptr,
-                 std::shared_ptr<shared_store> store = nullptr);
+                 std::shared_ptr<shared_store> store = nullptr, upstream_registry* upstreams = nullptr);
   ~serving_config();
   serving_config(const serving_config&) = delete;
   serving_config& operator=(const serving_config&) = delete;
@@ -82,10 +84,24 @@ struct serving_config {
   /// keep their entries there too. Null without one.
   const std::shared_ptr<shared_store> store;
 
+  /// This generation's upstreams by name (docs/upstreams.md).
+  const upstream_directory upstreams;
+  /// The upstream route `route`'s section `index` calls (its url's or target's host names it);
+  /// null for a plain origin.
+  const std::shared_ptr<upstream_table>& section_upstream(std::size_t route, std::size_t index) const {
+    return section_upstreams_[route][index];
+  }
+  /// The upstream a batch route's url or target names; null for a plain origin or another route.
+  const std::shared_ptr<upstream_table>& batch_upstream(std::size_t route) const { return batch_upstreams_[route]; }
+
   /// The header that tells a downstream how long it has (docs/resilience.md); empty: none.
   const std::string& deadline_header() const { return cfg.deadline_header; }
   /// The largest downstream body a call of this generation reads (`max_response_bytes`).
   std::size_t max_response_bytes() const { return cfg.max_response_bytes; }
+
+private:
+  std::vector<std::vector<std::shared_ptr<upstream_table>>> section_upstreams_;
+  std::vector<std::shared_ptr<upstream_table>> batch_upstreams_;
 };
 
 /// Where the front takes the generation in force from; the gateway installs a new one on reload.

@@ -15,6 +15,7 @@
 #include "gather/downstream/downstream_answer.hpp"
 #include "gather/downstream/downstream_client.hpp"
 #include "gather/downstream/grpc_json.hpp"
+#include "gather/downstream/upstream_table.hpp"
 
 namespace gather {
 
@@ -55,11 +56,21 @@ struct section_call_request {
   bool pass_errors = false;
   std::chrono::microseconds slow_after{0};
   std::function<void()> slow{};
+  /// The section's upstream (docs/upstreams.md): the call goes to one of its endpoints, picked
+  /// here; null: to the URL's own origin.
+  std::shared_ptr<upstream_table> upstream;
+  /// The endpoints the section's earlier calls went to (their ids): a retry or a hedge goes to
+  /// another one when there is one.
+  std::vector<std::uint32_t> avoid;
+  /// Where the id of the endpoint picked is written (left alone when none was); may be null.
+  std::uint32_t* picked = nullptr;
 };
 
 using verdict_completion = std::function<void(answer_verdict&&)>;
 
 /// Starts the call; `done` runs once on the loop that ran it (never if the id is cancelled first).
+/// A call to an upstream's endpoint tells the table how it ended (ok, a failure of the machine,
+/// or another answer): its verdict names the endpoint; a cancelled one only leaves its flight.
 std::uint64_t start_section_call(downstream_client& client, section_call_request request,
                                  verdict_completion done);
 

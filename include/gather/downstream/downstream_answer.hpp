@@ -25,6 +25,7 @@ struct answer_verdict {
   std::vector<std::string> messages;
   /// A refused write with pass_errors: the JSON object its answer's `detail` shows; else empty.
   std::string passed;
+  std::string endpoint; ///< the upstream's endpoint the call went to ("address:port"); else empty
 };
 
 /// A refused write's error body is passed on only when it is a JSON object of at most this many

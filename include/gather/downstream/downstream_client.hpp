@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "gather/downstream/call_target.hpp"
 #include "gather/downstream/link_machine.hpp"
 #include "gather/downstream/stream_call.hpp"
 
@@ -41,6 +42,9 @@ struct transfer_request {
   /// Over HTTP/2 (stream_call.hpp): h2c prior knowledge for http://, ALPN h2 for https:// (HTTP/1.1
   /// when the server does not choose h2). The result means what it means over HTTP/1.1.
   bool http2 = false;
+  /// An upstream's endpoint (call_target.hpp): the machine the URL's host names; null: the URL's
+  /// own origin.
+  std::shared_ptr<const call_target> target{};
 };
 
 enum class transfer_error {

@@ -26,6 +26,8 @@ struct grpc_call_request {
   std::size_t max_messages = 0; ///< 0: unary; a server stream is cancelled after this many
   std::chrono::microseconds slow_after{0}; ///< as stream_request's (a hedge's trigger)
   std::function<void()> slow{};
+  /// An upstream's endpoint (call_target.hpp) the target's host names; null: the target itself.
+  std::shared_ptr<const call_target> endpoint{};
 };
 
 using grpc_completion = std::function<void(grpc::call_result&&)>;

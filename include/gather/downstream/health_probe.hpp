@@ -4,10 +4,9 @@
 // rotation and brings it back, and the schedule that probes every endpoint every `interval_ms` on
 // an event loop's timers. No thread: a probe is a transfer or a call like a section's.
 //
-// TLS. A probe goes to the origin it is given: "https://10.0.0.7:443" is probed over TLS as the
-// client calls that origin. An upstream's own TLS (its `ca_file`, client certificate and
-// `server_name`) belongs to the client's per-endpoint TLS, which the upstream's table sets up;
-// the probe takes no TLS setting of its own and needs none once the client has it.
+// TLS. A probe takes the endpoint's target (call_target.hpp) when it has one: the upstream's CA,
+// client certificate and `server_name`, the endpoint's own connections, as its calls have them;
+// the probe has no TLS setting of its own. Without a target, the origin as the client calls it.
 #pragma once
 
 #include <chrono>
@@ -44,10 +43,13 @@ struct health_probe_spec {
 };
 
 /// Probes the endpoint at `origin` ("http://10.0.0.7:9002", "http://[fd00::7]:50051", "https://...")
-/// once. `done` runs once, on the loop that ran the probe (the caller's when it is one of the
-/// client's loops), unless the returned id is cancelled first (downstream_client::cancel).
+/// once; with `target` (an upstream's endpoint, call_target.hpp) through that endpoint's own
+/// connections, TLS and authority, as its calls go. `done` runs once, on the loop that ran the
+/// probe (the caller's when it is one of the client's loops), unless the returned id is
+/// cancelled first (downstream_client::cancel).
 std::uint64_t probe_endpoint(downstream_client& client, const std::string& origin,
-                             const health_probe_spec& spec, std::function<void(probe_outcome)> done);
+                             const health_probe_spec& spec, std::function<void(probe_outcome)> done,
+                             std::shared_ptr<const call_target> target = nullptr);
 
 /// grpc.health.v1's messages (grpc/health/v1/health.proto), written by hand: a
 /// HealthCheckRequest for `service`, and the `status` of a HealthCheckResponse (0 UNKNOWN,
@@ -74,6 +76,9 @@ struct health_schedule_options {
   health_probe_spec probe;
   std::chrono::milliseconds interval{5000}; ///< `interval_ms`: from one probe's start to the next's
   unsigned unhealthy = 3, healthy = 2;
+  /// The endpoint an origin names, asked at each probe (an upstream's table: its endpoints'
+  /// targets, which a reload of its `tls` replaces); empty or null: the origin itself.
+  std::function<std::shared_ptr<const call_target>(const std::string& origin)> target_of{};
 };
 
 /// Probes each of an upstream's endpoints every `interval` on one event loop. The first probes are

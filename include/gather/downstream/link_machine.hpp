@@ -40,6 +40,9 @@ struct link_bounds {
   /// A link draining after the server's GOAWAY whose open streams got no frame for this long is
   /// closed (its calls end as a connection failure).
   std::chrono::milliseconds drain_quiet{1000};
+  /// A link older than this takes no new stream (it drains, then closes); 0: no limit (an
+  /// upstream's max_connection_age_ms).
+  std::chrono::milliseconds max_age{0};
 };
 
 /// What is due on a link at a given time (link_machine::due).
@@ -60,7 +63,7 @@ public:
   /// Streams a server allows before its SETTINGS say (RFC 9113 recommends no fewer than 100).
   static constexpr std::uint32_t assumed_streams = 100;
 
-  link_machine(link_bounds bounds, time_point now) : bounds_(bounds), last_frame_(now), idle_since_(now) {}
+  link_machine(link_bounds bounds, time_point now) : bounds_(bounds), born_(now), last_frame_(now), idle_since_(now) {}
   void watch(observer on_change) { on_change_ = std::move(on_change); }
 
   link_state state() const { return state_; }
@@ -93,7 +96,7 @@ public:
   /// GOAWAY from the server: streams above `last_stream_id` are the session's to end (refused);
   /// the ones at or below it are the server's to finish.
   void goaway(std::int32_t last_stream_id, time_point now);
-  /// The gateway retires the link (GOAWAY sent, too many held slots, too old, or its transport
+  /// The gateway retires the link (GOAWAY sent, too many held slots, older than max_age, or its transport
   /// never answered): its open streams finish, with no quiet bound.
   void drain(time_point now);
   /// The transport is gone.
@@ -123,6 +126,7 @@ private:
   std::size_t waiting_ = 0;
   std::size_t held_ = 0;        ///< reset by the gateway, never known to be freed
   bool goaway_ = false;         ///< draining because the server said GOAWAY: the quiet bound applies
+  time_point born_;             ///< against bounds_.max_age
   time_point last_frame_;
   std::optional<time_point> idle_since_;
   observer on_change_;

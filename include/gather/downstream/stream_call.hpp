@@ -44,6 +44,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -52,6 +53,8 @@
 #include "gather/values/h2_codes.hpp"
 
 namespace gather {
+
+struct call_target; // call_target.hpp
 
 /// Header fields in wire order; names lower case (HTTP/2 requires it), no pseudo-headers.
 using header_list = std::vector<std::pair<std::string, std::string>>;
@@ -72,6 +75,9 @@ struct stream_request {
   /// `slow` runs once on the loop and the call goes on (a hedge's trigger), on the call's timer.
   std::chrono::microseconds slow_after{0};
   std::function<void()> slow{};
+  /// An upstream's endpoint (call_target.hpp): the machine the URL's host names; null: the URL's
+  /// own origin.
+  std::shared_ptr<const call_target> target{};
 };
 
 struct stream_head {

@@ -2,8 +2,11 @@
 // no fragment handling (the config's templates cannot make one). Its own split, not curl's.
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <string>
+
+#include "gather/downstream/call_target.hpp"
 
 namespace gather {
 
@@ -14,9 +17,18 @@ struct origin_and_target {
   std::string target;      ///< path and query, sent as rendered; always starts with '/'
   std::string key;         ///< scheme://host:port, the host lower case: the pools' one key
   std::string host_header; ///< the authority as written
+  /// A call to an upstream's endpoint (call_target.hpp); null for a plain origin.
+  std::shared_ptr<const call_target> endpoint;
+  /// The name TLS sends as SNI and checks in the certificate (`host` when empty).
+  std::string tls_name;
 };
 
 /// Nothing when the URL is not http(s), has user info, an empty host or a port no socket can have.
 std::optional<origin_and_target> split_url(const std::string& url);
+
+/// The URL read with `target`'s machine: its address and port connected to, its pool key, its
+/// authority sent and its server_name checked; nothing when the URL is not http(s). Without a
+/// target, split_url's.
+std::optional<origin_and_target> split_url(const std::string& url, const std::shared_ptr<const call_target>& target);
 
 } // namespace gather

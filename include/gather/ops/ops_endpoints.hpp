@@ -1,4 +1,5 @@
-// The built-in operations endpoints: /healthz, /readyz, /metrics, /debug/actors, /dashboard (docs/operations.md).
+// The built-in operations endpoints: /healthz, /readyz, /metrics, /debug/actors, /debug/upstreams,
+// /dashboard (docs/operations.md).
 #pragma once
 
 #include <string>
@@ -7,6 +8,7 @@
 
 #include "gather/config/config.hpp"
 #include "gather/downstream/downstream_client.hpp"
+#include "gather/downstream/upstream_registry.hpp"
 #include "gather/values/gateway_stats.hpp"
 #include "gather/values/http_reply.hpp"
 #include "gather/ops/inflight_registry.hpp"
@@ -29,6 +31,7 @@ struct ops_sources {
   const section_cache& cache;
   const cluster& nodes;       ///< without a cluster: one of no nodes
   const span_exporter& spans; ///< without tracing: one that exports nothing
+  const upstream_directory& upstreams; ///< the generation's (docs/upstreams.md)
 };
 
 /// Which listener a request came in on: `listen`, or the operations listener (`admin.listen`).

@@ -21,7 +21,8 @@ public:
   retry_budget& batch_budget(std::size_t route) { return *batch_budgets_[route]; }
 
 private:
-  retry_budget& budget_for(const std::string& url);
+  /// By host:port, or one per upstream for a URL that names one.
+  retry_budget& budget_for(const config& cfg, const std::string& url);
 
   retry_budget_policy policy_;
   std::map<std::string, std::unique_ptr<retry_budget>> budgets_; ///< by host:port

@@ -40,12 +40,15 @@ struct section_outcome {
   /// A refused write with `pass_errors`: the JSON object its answer's `detail` shows (the
   /// downstream's error object, or `{"message": grpc-message}`); empty otherwise.
   std::string passed;
+  /// A section calling an upstream: the endpoint its last call went to ("address:port", the
+  /// log's "endpoint"); empty otherwise.
+  std::string endpoint;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, section_outcome& x) {
   return f(caf::meta::type_name("gather.section_outcome"), x.status, x.source, x.attempts, x.ms,
-           x.data, x.last_http, x.detail, x.node, x.hedges, x.not_made, x.grpc_code, x.messages, x.passed);
+           x.data, x.last_http, x.detail, x.node, x.hedges, x.not_made, x.grpc_code, x.messages, x.passed, x.endpoint);
 }
 
 } // namespace gather
