@@ -30,7 +30,7 @@ import threading
 import time
 
 NS = "gatherlab"
-BASE_PORT, VICTIM_PORT, JITTER_PORT, STALL_PORT = 9001, 9002, 9003, 9004
+BASE_PORT, VICTIM_PORT, JITTER_PORT, STALL_PORT, SLOW_PORT = 9001, 9002, 9003, 9004, 9005
 CONTROL_PORT = 9009  # the serve process's switches (DNS behaviour), loopback of the namespace only
 STALL_AFTER_BYTES = 4096
 BIG_BODY = json.dumps({"id": "big", "items": ["x" * 60] * 1000})  # ~64 KB
@@ -62,6 +62,10 @@ http {{
   server {{
     listen 127.0.0.1:{base} backlog=4096;
     listen 127.0.0.1:{victim} backlog=4096;
+    # The victim's instances behind the lab's upstreams (the namespace's lo routes 127/8).
+    listen 127.0.0.2:{victim} backlog=4096;
+    listen 127.0.0.3:{victim} backlog=4096;
+    listen 127.0.0.4:{victim} backlog=4096;
     root {prefix};
     location ~ ^/ok/(\\w+)$ {{ return 200 '{{"id": "$1"}}'; }}
     location ~ ^/big/ {{ rewrite ^ /big.json break; }}
@@ -135,12 +139,15 @@ def proxy(listen_port, target_port, delay=None, stall_after=None):
 
 
 # The resolver: A records for *.lab names, each name with a behaviour the lab switches.
-DNS_MODES = {"fast.lab": "fast", "victim.lab": "fast"}  # fast | slow | silent | nxdomain
+DNS_MODES = {"fast.lab": "fast", "victim.lab": "fast", "svc.lab": "fast"}  # fast | slow | silent | nxdomain
+# A name's A records (default 127.0.0.1), TTL 1: the upstream `victim-dns` follows svc.lab's set.
+DNS_SETS = {"svc.lab": ["127.0.0.2", "127.0.0.3"]}
 
 
-def dns_answer(query, mode):
-    """A reply to a one-question query: 127.0.0.1 for A, nothing for other types, or NXDOMAIN.
-    (A lab stand-in for a resolver: the gateway's side uses the system's getaddrinfo.)"""
+def dns_answer(query, mode, addresses=("127.0.0.1",)):
+    """A reply to a one-question query: an A record per address (127.0.0.1 unless the name has a
+    set), nothing for other types, or NXDOMAIN. (A lab stand-in for a resolver: the gateway asks
+    it through getaddrinfo for plain origins and through c-ares for its upstreams.)"""
     qid, _flags, qd = struct.unpack(">HHH", query[:6])
     at = 12
     while query[at] != 0:
@@ -148,10 +155,12 @@ def dns_answer(query, mode):
     question = query[12:at + 5]
     qtype = struct.unpack(">H", query[at + 1:at + 3])[0]
     rcode = 3 if mode == "nxdomain" else 0
-    answers = b""
+    answers, count = b"", 0
     if rcode == 0 and qtype == 1:
-        answers = struct.pack(">HHHIH", 0xC00C, 1, 1, 0, 4) + socket.inet_aton("127.0.0.1")
-    header = struct.pack(">HHHHHH", qid, 0x8180 | rcode, 1, 1 if answers else 0, 0, 0)
+        for address in addresses:
+            answers += struct.pack(">HHHIH", 0xC00C, 1, 1, 1, 4) + socket.inet_aton(address)
+            count += 1
+    header = struct.pack(">HHHHHH", qid, 0x8180 | rcode, 1, count, 0, 0)
     return header + question + answers
 
 
@@ -174,23 +183,27 @@ def resolver():
     while True:
         query, peer = sock.recvfrom(4096)
         try:
-            mode = DNS_MODES.get(dns_name(query), "nxdomain")
+            name = dns_name(query)
+            mode = DNS_MODES.get(name, "nxdomain")
             if mode == "silent":
                 continue
             if mode == "slow":
                 threading.Thread(target=reply_later, args=(query, peer, 1.5, "fast"), daemon=True).start()
                 continue
-            sock.sendto(dns_answer(query, mode), peer)
+            sock.sendto(dns_answer(query, mode, DNS_SETS.get(name, ("127.0.0.1",))), peer)
         except (IndexError, struct.error):
             continue
 
 
 class Control(http.server.BaseHTTPRequestHandler):
-    """GET /dns/NAME/MODE switches a name's behaviour."""
+    """GET /dns/NAME/MODE switches a name's behaviour; GET /dns/NAME/set/A,B its A records."""
 
     def do_GET(self):
-        _, _, name, mode = self.path.split("/")
-        DNS_MODES[name] = mode
+        parts = self.path.split("/")
+        if len(parts) == 5 and parts[3] == "set":
+            DNS_SETS[parts[2]] = parts[4].split(",")
+        else:
+            DNS_MODES[parts[2]] = parts[3]
         self.send_response(204)
         self.end_headers()
 
@@ -202,6 +215,7 @@ def serve():
     threading.Thread(target=proxy, args=(JITTER_PORT, VICTIM_PORT, lambda: random.uniform(0.030, 0.070)),
                      daemon=True).start()
     threading.Thread(target=proxy, args=(STALL_PORT, VICTIM_PORT, None, STALL_AFTER_BYTES), daemon=True).start()
+    threading.Thread(target=proxy, args=(SLOW_PORT, VICTIM_PORT, lambda: 0.050), daemon=True).start()
     threading.Thread(target=resolver, daemon=True).start()
     print("serving", flush=True)
     Server(("127.0.0.1", CONTROL_PORT), Control).serve_forever()
@@ -223,10 +237,14 @@ def section(name, url, timeout_ms, required=False):
 def lab_config(port):
     b = f"http://127.0.0.1:{BASE_PORT}"
 
-    def route(path, deadline_ms, victim_url, timeout_ms=300, extra=()):
+    def route(path, deadline_ms, victim_url, timeout_ms=300, extra=(), victim_keys=None):
+        victim = section("victim", victim_url, timeout_ms)
+        victim.update(victim_keys or {})
         return {"path": path, "deadline_ms": deadline_ms,
-                "sections": [section("base", b + "/ok/{id}", 300, required=True), *extra,
-                             section("victim", victim_url, timeout_ms)]}
+                "sections": [section("base", b + "/ok/{id}", 300, required=True), *extra, victim]}
+
+    # An upstream's victim section: 200 ms a call, a second call (to another endpoint) in time.
+    retried = {"retry": {"attempts": 2, "backoff_ms": 0}}
 
     return {
         "listen": f"127.0.0.1:{port}",
@@ -239,7 +257,18 @@ def lab_config(port):
             # bystander by a name it always answers at once.
             route("/dns/{id}", 600, f"http://victim.lab:{VICTIM_PORT}/ok/{{id}}",
                   extra=(section("bystander", f"http://fast.lab:{BASE_PORT}/ok/{{id}}", 300),)),
+            # Upstreams (docs/upstreams.md): three instances by address; one instance of two
+            # slow (behind a proxy that waits 50 ms a read); the instances of svc.lab's A records.
+            route("/upstream/{id}", 600, "http://victim-svc/ok/{id}", 200, victim_keys=retried),
+            route("/upstream-slow/{id}", 600, "http://victim-slow/ok/{id}", 200, victim_keys=retried),
+            route("/upstream-dns/{id}", 600, "http://victim-dns/ok/{id}", 200, victim_keys=retried),
         ],
+        "upstreams": {
+            "victim-svc": {"endpoints": [f"127.0.0.{i}:{VICTIM_PORT}" for i in (2, 3, 4)],
+                           "outlier": {"consecutive_failures": 3, "eject_ms": 30000}},
+            "victim-slow": {"endpoints": [f"127.0.0.2:{VICTIM_PORT}", f"127.0.0.1:{SLOW_PORT}"]},
+            "victim-dns": {"dns": f"svc.lab:{VICTIM_PORT}", "refresh_ms": 1000},
+        },
     }
 
 
@@ -269,20 +298,32 @@ def tbf(on):
         subprocess.run(["tc", "qdisc", "del", "dev", "lo", "root"], check=False, stderr=subprocess.DEVNULL)
 
 
-# Not here yet: an upstream's DNS faults (docs/upstreams.md), which need the upstreams wired into
-# `gather serve`. What they need of this lab, once a config can name an upstream:
-#  - the resolver answering several A records per name, the set switched from the control port
-#    (GET /dns/NAME/set/127.0.0.2,127.0.0.3), NOERROR with no answer for AAAA (c-ares asks both;
-#    NXDOMAIN for AAAA would make the name "empty"), TTL 1;
-#  - the victim's nginx listening on 127.0.0.2, .3 and .4 (the namespace's lo routes 127/8), and
-#    a route /upstream/{id} whose section calls http://victim-svc/ok/{id}, the upstream being
-#    {"dns": "victim.lab:9002", "refresh_ms": 1000};
-#  - "DNS that changes under load": the set switched every second between {.2, .3} and
-#    {.3, .4} during the fault; expected {"ok"} only and 0 late; gather_upstream_calls_total per
-#    endpoint shows .4 taking calls and .2 none once it left (its connections drained);
-#  - "DNS that stops answering": the name silent; expected {"ok"} only (the last good set is
-#    kept), gather_upstream_lookups_total{result="error"} growing by about one per refresh_ms,
-#    and "ok" lookups again once lifted. Each lookup is bounded by refresh_ms, so nothing piles up.
+class Flapping:
+    """svc.lab's A records switched every second between {.2, .3} and {.3, .4} while on."""
+
+    def __init__(self):
+        self.on = threading.Event()
+
+    def start(self):
+        self.on.set()
+
+        def flap():
+            sets, k = ("127.0.0.2,127.0.0.3", "127.0.0.3,127.0.0.4"), 0
+            while self.on.is_set():
+                k += 1
+                control(f"/dns/svc.lab/set/{sets[k % 2]}")
+                time.sleep(1.0)
+
+        threading.Thread(target=flap, daemon=True).start()
+
+    def stop(self):
+        self.on.clear()
+        control("/dns/svc.lab/set/127.0.0.2,127.0.0.3")
+
+
+FLAPPING = Flapping()
+ONE_INSTANCE = "ip daddr 127.0.0.2 tcp dport {p} drop", "ip saddr 127.0.0.2 tcp sport {p} drop"
+
 # name: (route, start fault, lift fault, victim statuses expected while it is on,
 #        fault starts this many seconds into the fault phase: a link that dies mid-run)
 FAULTS = {
@@ -306,10 +347,19 @@ FAULTS = {
                    {"timeout", "error"}, 0),
     "NXDOMAIN": ("/dns/", lambda: control("/dns/victim.lab/nxdomain"), lambda: control("/dns/victim.lab/fast"),
                  {"error"}, 0),
+    # Upstreams: a call that meets the fault is retried on another endpoint in time, so the
+    # victim section stays `ok`; the black-holed instance is ejected after 3 timeouts.
+    "upstream: one instance black-holed": ("/upstream/", lambda: nft([r.format(p=VICTIM_PORT) for r in ONE_INSTANCE]),
+                                           lambda: nft([]), {"ok"}, 0),
+    "upstream: one instance slow (50 ms a read)": ("/upstream-slow/", lambda: None, lambda: None, {"ok"}, 0),
+    "upstream: DNS that changes under load": ("/upstream-dns/", FLAPPING.start, FLAPPING.stop, {"ok"}, 0),
+    "upstream: DNS that stops answering": ("/upstream-dns/", lambda: control("/dns/svc.lab/silent"),
+                                           lambda: control("/dns/svc.lab/fast"), {"ok"}, 0),
 }
 # Routes whose victim is itself the fault (a proxy): the "lifted" phase calls the victim directly.
 LIFTED_ROUTE = {"/jitter/": "/direct/", "/stall/": "/direct/"}
-DEADLINES = {"/direct/": 600, "/big/": 800, "/jitter/": 600, "/stall/": 1500, "/dns/": 600}
+DEADLINES = {"/direct/": 600, "/big/": 800, "/jitter/": 600, "/stall/": 1500, "/dns/": 600,
+             "/upstream/": 600, "/upstream-slow/": 600, "/upstream-dns/": 600}
 
 
 def one_request(port, path):
