@@ -130,6 +130,13 @@ void start_attempt(batch_ptr self, std::size_t c) {
   request.http2 = batch.http2;
   request.grpc = grpc;
   request.upstream = serving.batch_upstream(st.job->route_index);
+  std::uint32_t picked = 0;
+  if (request.upstream) {
+    if (st.endpoints_used.empty())
+      st.endpoints_used.resize(st.transfers.size());
+    request.avoid = st.endpoints_used[c];
+    request.picked = &picked;
+  }
   request.deadline_header = serving.deadline_header();
   request.header_lines = header_block(
       st.headers, serving.deadline_header().empty() || grpc // gRPC says it in grpc-timeout
@@ -150,6 +157,8 @@ void start_attempt(batch_ptr self, std::size_t c) {
       else
         caf::anon_send(me, done_atom::value, c, std::move(v));
     });
+  if (picked != 0)
+    st.endpoints_used[c].push_back(picked);
 }
 
 /// Starts waiting calls, in order, while fewer than `concurrency` are running.

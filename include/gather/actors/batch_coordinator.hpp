@@ -53,6 +53,9 @@ struct batch_coordinator_state {
   std::vector<steady_time> started;
   std::vector<std::uint64_t> transfers; ///< per call: the attempt in flight, 0 when none
   std::vector<call_span> spans;         ///< per call: that attempt's CLIENT span
+  /// Per call, the upstream's endpoints its attempts went to (a retry goes elsewhere); empty
+  /// when the batch url names no upstream.
+  std::vector<std::vector<std::uint32_t>> endpoints_used;
   std::size_t next_call = 0;            ///< calls start in order: every call from here is waiting
   std::size_t running = 0;              ///< calls started and not done (backoff included)
   std::size_t open = 0;                 ///< calls not done
