@@ -235,7 +235,8 @@ TEST_CASE("upstreams: a gRPC upstream's calls reach every instance over HTTP/2",
       CHECK(server->event("\"GetBook\"")["method"] == "GetBook");
   auto debug = gw.client().Get("/debug/upstreams");
   REQUIRE(debug);
-  for (const auto& e : json::parse(debug->body)["upstreams"]["library"]["endpoints"])
+  const auto view = json::parse(debug->body); // held: a range-for over a part of a temporary dangles
+  for (const auto& e : view["upstreams"]["library"]["endpoints"])
     CHECK(e["calls"]["ok"] == 10);
 }
 
