@@ -20,6 +20,7 @@
 
 #include "gather/downstream/endpoint_lookup.hpp"
 #include "support/dns_stand_in.hpp"
+#include "support/private_etc.hpp"
 #include "support/test_server.hpp"
 
 using namespace std::chrono_literals;
@@ -354,24 +355,15 @@ TEST_CASE("endpoint watch: a private /etc/hosts, bind-mounted and rewritten in p
   // resolv.conf (nameserver 127.0.0.1, where nobody answers) bind-mounted over the machine's for
   // that process alone: the system's resolver settings as the gateway reads them, none of the
   // machine's files touched, no query leaving the machine.
-  if (::geteuid() != 0 && std::getenv("CI") == nullptr) {
+  if (!gather::test::can_make_mount_namespace()) {
     WARN("skipped: unshare --mount needs root (CI runs it)");
     return;
   }
   const std::string hosts = gather::test::temp_file("127.0.0.2 svc.internal\n" + hosts_marker, ".hosts");
   const std::string resolv = gather::test::temp_file("nameserver 127.0.0.1\noptions timeout:1 attempts:1\n", ".conf");
-  char self[4096] = {};
-  REQUIRE(::readlink("/proc/self/exe", self, sizeof self - 1) > 0);
-  auto r = gather::test::run(
-      "/usr/bin/unshare",
-      {"--mount", "--propagation", "private", "sh", "-c",
-       "mount --bind \"$0\" /etc/hosts && mount --bind \"$1\" /etc/resolv.conf && "
-       "GATHER_TEST_HOSTS=\"$0\" exec \"$2\" \"$3\"",
-       hosts, resolv, self, inner_hosts_test});
+  auto r = gather::test::run_with_private_etc(hosts, resolv, "GATHER_TEST_HOSTS", inner_hosts_test);
   INFO(r.out << r.err);
-  CHECK(r.code == 0);
-  CHECK(has(r.out, "All tests passed")); // the inner test ran (not "No tests ran") and passed
-  CHECK(has(r.out, " in 1 test case)"));
+  CHECK(gather::test::inner_run_passed(r)); // the inner test ran (not "No tests ran") and passed
   std::remove(hosts.c_str());
   std::remove(resolv.c_str());
 }

@@ -99,15 +99,7 @@ int connections_to(const std::string& ip, int port) {
   return n;
 }
 
-/// `n` requests one after another; how many answered 200.
-int requests(const running_gateway& gw, int n) {
-  int ok = 0;
-  auto client = gw.client();
-  for (int i = 0; i < n; ++i)
-    if (auto res = client.Get("/p/" + std::to_string(i)); res && res->status == 200)
-      ++ok;
-  return ok;
-}
+int requests(const running_gateway& gw, int n) { return gather::test::answered_ok(gw, "/p/", n); }
 
 } // namespace
 

@@ -14,6 +14,7 @@
 
 #include "gather/config/config.hpp"
 #include "support/child_process.hpp"
+#include "support/private_etc.hpp"
 #include "support/gateway_fixture.hpp"
 #include "support/test_helpers.hpp"
 #include "support/test_server.hpp"
@@ -58,14 +59,7 @@ json feeds_gateway_config(json upstream) {
                                          {{"upstreams", {{"prices", std::move(upstream)}}}, {"io_threads", 2}});
 }
 
-int feed_requests(const running_gateway& gw, int n) {
-  int ok = 0;
-  auto client = gw.client();
-  for (int i = 0; i < n; ++i)
-    if (auto res = client.Get("/p/" + std::to_string(i)); res && res->status == 200)
-      ++ok;
-  return ok;
-}
+int feed_requests(const running_gateway& gw, int n) { return gather::test::answered_ok(gw, "/p/", n); }
 
 json prices_view(const running_gateway& gw) {
   auto res = gw.client().Get("/debug/upstreams");
@@ -153,24 +147,15 @@ TEST_CASE("upstream feeds: a dns upstream's endpoints follow its name, a private
   // The gateway runs in this binary again, under `unshare --mount` with a hosts file and a
   // resolv.conf (nameserver 127.0.0.1, where nobody answers) bind-mounted over the machine's for
   // that process alone: none of the machine's files touched, no query leaving the machine.
-  if (::geteuid() != 0 && std::getenv("CI") == nullptr) {
+  if (!gather::test::can_make_mount_namespace()) {
     WARN("skipped: unshare --mount needs root (CI runs it)");
     return;
   }
   const std::string hosts = gather::test::temp_file(feeds_hosts_marker, ".hosts");
   const std::string resolv = gather::test::temp_file("nameserver 127.0.0.1\noptions timeout:1 attempts:1\n", ".conf");
-  char self[4096] = {};
-  REQUIRE(::readlink("/proc/self/exe", self, sizeof self - 1) > 0);
-  auto r = gather::test::run(
-      "/usr/bin/unshare",
-      {"--mount", "--propagation", "private", "sh", "-c",
-       "mount --bind \"$0\" /etc/hosts && mount --bind \"$1\" /etc/resolv.conf && "
-       "GATHER_TEST_FEEDS_HOSTS=\"$0\" exec \"$2\" \"$3\"",
-       hosts, resolv, self, feeds_inner_test});
+  auto r = gather::test::run_with_private_etc(hosts, resolv, "GATHER_TEST_FEEDS_HOSTS", feeds_inner_test);
   INFO(r.out << r.err);
-  CHECK(r.code == 0);
-  CHECK(r.out.find("All tests passed") != std::string::npos); // the inner test ran and passed
-  CHECK(r.out.find(" in 1 test case)") != std::string::npos);
+  CHECK(gather::test::inner_run_passed(r));
   std::remove(hosts.c_str());
   std::remove(resolv.c_str());
 }

@@ -64,6 +64,15 @@ httplib::Result running_gateway::post(const std::string& path, const std::string
   return c.Post(path.c_str(), headers, body, "application/json");
 }
 
+int answered_ok(const running_gateway& gw, const std::string& prefix, int n) {
+  int ok = 0;
+  auto client = gw.client();
+  for (int i = 0; i < n; ++i)
+    if (auto res = client.Get(prefix + std::to_string(i)); res && res->status == 200)
+      ++ok;
+  return ok;
+}
+
 long long ms_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start)
     .count();

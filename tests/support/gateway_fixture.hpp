@@ -47,6 +47,9 @@ private:
 /// Milliseconds since `start`.
 long long ms_since(std::chrono::steady_clock::time_point start);
 
+/// `n` GETs of `prefix` + 0..n-1, one after another on one connection; how many answered 200.
+int answered_ok(const running_gateway& gw, const std::string& prefix, int n);
+
 /// Threads of this process right now (entries of /proc/self/task).
 int thread_count();
 
