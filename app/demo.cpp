@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <mutex>
 #include <netinet/in.h>
 #include <stdexcept>
@@ -73,7 +74,10 @@ bool all_digits(const std::string& s) {
 
 struct demo_downstreams::impl {
   demo_book_service library;  // the gRPC downstream (the cart's writes and reads stay on it)
-  demo_book_service library2; // a second instance: the book page's calls spread over both (upstream "library")
+  /// A second instance: the book page's calls spread over both (upstream "library"); stopped by
+  /// POST /demo/library2/stop, to watch the gateway eject it.
+  std::unique_ptr<demo_book_service> library2 = std::make_unique<demo_book_service>();
+  std::mutex library2_mutex;
   std::filesystem::path protos = write_proto();
   httplib::Server server;
   std::thread thread;
@@ -154,6 +158,11 @@ struct demo_downstreams::impl {
       json(res, {{"stock", 7}});
     });
     // The batch route's orders: "slow-..." take 250 ms, "stuck-..." never answer in time.
+    server.Post("/demo/library2/stop", [this](const httplib::Request&, httplib::Response& res) {
+      std::lock_guard<std::mutex> lock{library2_mutex};
+      library2.reset(); // its port refuses connections from now on
+      res.status = 204;
+    });
     server.Get(R"(/orders/([^/]+))", [this](const httplib::Request& req, httplib::Response& res) {
       const auto order = req.matches[1].str();
       if (order.rfind("slow", 0) == 0)
@@ -235,7 +244,7 @@ std::string demo_downstreams::config_json(const std::string& listen) const {
   const nlohmann::ordered_json upstreams = {
     {"library", {{"balance", "round_robin"},
                  {"endpoints", {"127.0.0.1:" + std::to_string(impl_->library.port()),
-                                "127.0.0.1:" + std::to_string(impl_->library2.port())}}}}};
+                                "127.0.0.1:" + std::to_string(impl_->library2->port())}}}}};
   const nlohmann::ordered_json card = {"isbn", "title", "author", "stock"};
   nlohmann::ordered_json book = nlohmann::ordered_json::array({
     {{"name", "meta"}, {"required", true}, {"timeout_ms", 300}, {"fields", card},
@@ -311,6 +320,7 @@ Try:
   curl -si -H 'Content-Type: application/json' -d '{"isbn": "978-7-111-12345-7", "quantity": 5}' {base}/carts/c1/items   # 409 rejected: out of stock, the cart service's message as "detail"
   curl -si -H 'Content-Type: application/json' -d '{"isbn": "978-7-111-12345-7", "quantity": "two"}' {base}/carts/c1/items   # 400 bad_request: the body does not fit AddItem's message (body.quantity), no call made
   curl -s {base}/debug/upstreams       # the book service's two instances behind the upstream "library": the book calls above went to each in turn
+  curl -s -d '' {page}/demo/library2/stop   # stop the second instance: its calls fail, 5 in a row eject it ("ejected" in /debug/upstreams), then every book call goes to the first
   curl -s {base}/healthz
   curl -s {base}/metrics                # Prometheus text: every counter and histogram
 Dashboard: {base}/dashboard (open it in a browser)

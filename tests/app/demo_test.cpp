@@ -106,9 +106,12 @@ TEST_CASE("demo: every curl line it prints works as printed and shows what it sa
     std::string want = banner;
     for (auto at = want.find(base); at != std::string::npos; at = want.find(base, at))
       want.replace(at, base.size(), "http://127.0.0.1:8080");
-    // The progressive page is on the simulated downstreams' port, picked at start.
+    // The progressive page and the demo's own switches are on the simulated downstreams' port,
+    // picked at start.
     want = std::regex_replace(want, std::regex{R"(Progressive page: http://127\.0\.0\.1:\d+/)"},
                               "Progressive page: http://127.0.0.1:PORT/");
+    want = std::regex_replace(want, std::regex{R"(-d '' http://127\.0\.0\.1:\d+/demo/)"},
+                              "-d '' http://127.0.0.1:PORT/demo/");
     INFO("docs/cli.md should show, in a code block:\n" << want);
     CHECK(doc.str().find("```\n" + want + "```\n") != std::string::npos);
   }
@@ -296,6 +299,26 @@ TEST_CASE("demo: every curl line it prints works as printed and shows what it sa
     CHECK(b > 0);
     CHECK(std::abs(a - b) <= 2);
   };
+  claims["curl -s -d '' {page}/demo/library2/stop"] = [&base](runner run_it) {
+    run_it(); // the second instance stops; the book pages' calls to it fail until it is ejected
+    httplib::Client gw{"127.0.0.1", std::stoi(base.substr(base.rfind(':') + 1))};
+    auto ejected = [&] {
+      auto res = gw.Get("/debug/upstreams");
+      if (!res)
+        return false;
+      const auto endpoints = parse_json(res->body)["upstreams"]["library"]["endpoints"];
+      if (endpoints.size() != 2) // one ejected (the stopped one), one available
+        return false;
+      return (endpoints[0]["state"] == "ejected") != (endpoints[1]["state"] == "ejected") &&
+             (endpoints[0]["state"] == "available") != (endpoints[1]["state"] == "available");
+    };
+    for (int i = 0; i < 20 && !ejected(); ++i) // two calls a page, in turn: 5 failures within 10 pages
+      gw.Get("/books/978-7-111-12345-7");
+    REQUIRE(ejected());
+    auto page = gw.Get("/books/978-7-111-12345-7"); // every call to the first now
+    REQUIRE(page);
+    CHECK(page->status == 200);
+  };
   claims["curl -s {base}/healthz"] = [](runner run_it) {
     CHECK(parse_json(run_it())["status"] == "ok");
   };
@@ -325,6 +348,9 @@ TEST_CASE("demo: every curl line it prints works as printed and shows what it sa
     command.erase(command.find_last_not_of(' ') + 1);
     for (auto at = command.find(base); at != std::string::npos; at = command.find(base))
       command.replace(at, base.size(), "{base}");
+    const auto page_base = command.find(" http://127.0.0.1:"); // the simulated downstreams' own switches
+    if (page_base != std::string::npos && command.find("/demo/", page_base) != std::string::npos)
+      command.replace(page_base + 1, command.find("/demo/", page_base) - page_base - 1, "{page}");
     INFO("printed: " << line);
     REQUIRE(claims.count(command) == 1); // every example printed has its claim checked here
     printed.insert(command);
