@@ -32,14 +32,14 @@
 #include "gather/values/atoms.hpp"
 #include "gather/answer/batch_response.hpp"
 #include "gather/answer/progressive_answer.hpp"
-#include "gather/downstream/call_face.hpp"
-#include "gather/downstream/downstream_answer.hpp"
-#include "gather/downstream/downstream_request.hpp"
+#include "gather/downstream/call/call_face.hpp"
+#include "gather/downstream/answer/downstream_answer.hpp"
+#include "gather/downstream/call/downstream_request.hpp"
 #include "gather/actors/messages.hpp"
 #include "gather/actors/process_services.hpp"
 #include "gather/actors/serving_config.hpp"
 #include "gather/ops/metrics.hpp"
-#include "gather/downstream/retry_rule.hpp"
+#include "gather/downstream/answer/retry_rule.hpp"
 
 namespace gather {
 

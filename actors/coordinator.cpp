@@ -38,7 +38,7 @@
 
 #include "gather/answer/aggregate_response.hpp"
 #include "gather/values/atoms.hpp"
-#include "gather/downstream/downstream_request.hpp"
+#include "gather/downstream/call/downstream_request.hpp"
 #include "gather/actors/messages.hpp"
 #include "gather/actors/process_services.hpp"
 #include "gather/actors/serving_config.hpp"

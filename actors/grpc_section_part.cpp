@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "gather/actors/serving_config.hpp"
-#include "gather/downstream/proto_catalog.hpp"
+#include "gather/downstream/grpc/proto_catalog.hpp"
 
 namespace gather {
 

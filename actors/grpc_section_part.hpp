@@ -8,8 +8,8 @@
 #include <string>
 #include <variant>
 
-#include "gather/downstream/call_face.hpp"
-#include "gather/downstream/grpc_json.hpp"
+#include "gather/downstream/call/call_face.hpp"
+#include "gather/downstream/grpc/grpc_json.hpp"
 #include "gather/values/section_outcome.hpp"
 
 namespace gather {

@@ -17,7 +17,7 @@
 #include "gather/actors/messages.hpp"
 #include "gather/actors/section_worker.hpp"
 #include "gather/cluster/worker_node.hpp"
-#include "gather/downstream/call_face.hpp"
+#include "gather/downstream/call/call_face.hpp"
 
 namespace gather {
 

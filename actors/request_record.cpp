@@ -1,6 +1,6 @@
 #include "gather/actors/request_record.hpp"
 
-#include "gather/downstream/batch_plan.hpp"
+#include "gather/downstream/answer/batch_plan.hpp"
 #include "gather/ops/metrics.hpp"
 #include "gather/ops/request_log.hpp"
 #include "gather/tracing/server_span.hpp"

@@ -4,7 +4,7 @@
 #include <utility>
 
 #include "gather/cluster/cluster.hpp"
-#include "gather/downstream/downstream_client.hpp"
+#include "gather/downstream/call/downstream_client.hpp"
 #include "gather/ops/metrics.hpp"
 
 namespace gather {

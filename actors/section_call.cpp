@@ -3,7 +3,7 @@
 #include <charconv>
 #include <chrono>
 
-#include "gather/downstream/downstream_request.hpp"
+#include "gather/downstream/call/downstream_request.hpp"
 #include "gather/actors/section_cache.hpp"
 #include "gather/actors/section_worker.hpp"
 #include "gather/resilience/section_guards.hpp"

@@ -27,8 +27,8 @@
 // This file: the actor, attempts, calls, hedges and retries. The guard: section_worker_guard.cpp;
 // a cached section's lookup and flight: section_worker_cache.cpp; an attempt run on a cluster
 // node: section_worker_remote.cpp; what they share: section_worker_steps.hpp.
-#include "gather/downstream/call_face.hpp"
-#include "gather/downstream/downstream_request.hpp"
+#include "gather/downstream/call/call_face.hpp"
+#include "gather/downstream/call/downstream_request.hpp"
 #include "gather/actors/section_worker.hpp"
 #include "section_worker_steps.hpp"
 
@@ -39,10 +39,10 @@
 #include "gather/cluster/cluster.hpp"
 #include "gather/cluster/origin_allowlist.hpp"
 #include "gather/ops/request_log.hpp"
-#include "gather/downstream/downstream_answer.hpp"
+#include "gather/downstream/answer/downstream_answer.hpp"
 #include "gather/actors/messages.hpp"
 #include "gather/ops/metrics.hpp"
-#include "gather/downstream/retry_rule.hpp"
+#include "gather/downstream/answer/retry_rule.hpp"
 #include "gather/actors/process_services.hpp"
 #include "gather/actors/section_cache.hpp"
 #include "gather/actors/serving_config.hpp"

@@ -5,7 +5,7 @@
 #include <caf/all.hpp>
 
 #include "gather/actors/messages.hpp"
-#include "gather/downstream/call_face.hpp"
+#include "gather/downstream/call/call_face.hpp"
 #include "gather/cluster/cluster.hpp"
 #include "gather/resilience/section_guards.hpp"
 #include "gather/actors/process_services.hpp"

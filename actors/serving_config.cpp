@@ -4,8 +4,8 @@
 #include <cctype>
 
 #include "gather/actors/section_cache.hpp"
-#include "gather/downstream/grpc_reflection.hpp"
-#include "gather/downstream/proto_catalog.hpp"
+#include "gather/downstream/grpc/grpc_reflection.hpp"
+#include "gather/downstream/grpc/proto_catalog.hpp"
 
 namespace gather {
 

@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "gather/config/url_template.hpp"
-#include "gather/downstream/downstream_request.hpp"
+#include "gather/downstream/call/downstream_request.hpp"
 
 namespace gather {
 

@@ -17,7 +17,7 @@
 #include "gather/admission/auth_check.hpp"
 #include "gather/config/config.hpp"
 #include "gather/demo.hpp"
-#include "gather/downstream/proto_catalog.hpp"
+#include "gather/downstream/grpc/proto_catalog.hpp"
 #include "gather/front/tls_context.hpp"
 #include "gather/gateway.hpp"
 #include "gather/cluster/cluster_transport.hpp"

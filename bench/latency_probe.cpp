@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "gather/downstream/downstream_client.hpp"
+#include "gather/downstream/call/downstream_client.hpp"
 
 using clock_type = std::chrono::steady_clock;
 

@@ -10,7 +10,7 @@
 #include <thread>
 #include <vector>
 
-#include "gather/downstream/upstream_table.hpp"
+#include "gather/downstream/upstream/upstream_table.hpp"
 
 namespace {
 

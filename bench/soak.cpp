@@ -33,7 +33,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "gather/downstream/downstream_client.hpp"
+#include "gather/downstream/call/downstream_client.hpp"
 #include "support/child_process.hpp"
 #include "support/test_server.hpp"
 

@@ -12,7 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "fuzz_check.hpp"
-#include "gather/downstream/downstream_answer.hpp"
+#include "gather/downstream/answer/downstream_answer.hpp"
 
 namespace {
 

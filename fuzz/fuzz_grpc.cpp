@@ -24,8 +24,8 @@
 
 #include "fuzz_check.hpp"
 #include "read_cuts.hpp"
-#include "gather/downstream/grpc_json.hpp"
-#include "gather/downstream/grpc_wire.hpp"
+#include "gather/downstream/grpc/grpc_json.hpp"
+#include "gather/downstream/grpc/grpc_wire.hpp"
 
 namespace {
 

@@ -23,7 +23,7 @@
 
 #include "fuzz_check.hpp"
 #include "read_cuts.hpp"
-#include "gather/downstream/response_reading.hpp"
+#include "gather/downstream/h1/response_reading.hpp"
 
 namespace {
 

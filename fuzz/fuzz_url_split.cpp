@@ -10,7 +10,7 @@
 #include <string>
 
 #include "fuzz_check.hpp"
-#include "gather/downstream/url_split.hpp"
+#include "gather/downstream/call/url_split.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string url(reinterpret_cast<const char*>(data), size);

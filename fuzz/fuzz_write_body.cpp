@@ -25,8 +25,8 @@
 #include "fuzz_check.hpp"
 #include "gather/admission/write_body.hpp"
 #include "gather/config/url_template.hpp"
-#include "gather/downstream/grpc_json.hpp"
-#include "gather/downstream/proto_catalog.hpp"
+#include "gather/downstream/grpc/grpc_json.hpp"
+#include "gather/downstream/grpc/proto_catalog.hpp"
 
 namespace {
 

@@ -6,7 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "gather/downstream/downstream_client.hpp"
+#include "gather/downstream/call/downstream_client.hpp"
 #include "gather/ops/request_log.hpp"
 #include "gather/values/wall_clock.hpp"
 

@@ -6,7 +6,7 @@
 #include "gather/answer/json_member.hpp"
 #include "piece_writer.hpp"
 #include "shaped_answer.hpp"
-#include "gather/downstream/grpc_wire.hpp"
+#include "gather/downstream/grpc/grpc_wire.hpp"
 #include "gather/answer/write_answer.hpp"
 
 namespace gather {

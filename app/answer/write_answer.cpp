@@ -1,6 +1,6 @@
 #include "gather/answer/write_answer.hpp"
 
-#include "gather/downstream/grpc_wire.hpp"
+#include "gather/downstream/grpc/grpc_wire.hpp"
 
 namespace gather {
 

@@ -1,6 +1,6 @@
 #include "gather/cluster/origin_allowlist.hpp"
 
-#include "gather/downstream/downstream_client.hpp"
+#include "gather/downstream/call/downstream_client.hpp"
 
 namespace gather {
 

@@ -6,7 +6,7 @@
 #include <caf/io/all.hpp>
 
 #include "gather/cluster/cluster_transport.hpp"
-#include "gather/downstream/downstream_client.hpp"
+#include "gather/downstream/call/downstream_client.hpp"
 #include "gather/values/gateway_stats.hpp"
 #include "gather/actors/messages.hpp"
 #include "gather/actors/process_services.hpp"

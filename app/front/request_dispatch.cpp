@@ -11,7 +11,7 @@
 #include "gather/ops/ops_endpoints.hpp"
 #include "gather/config/route_table.hpp"
 #include "gather/actors/process_services.hpp"
-#include "gather/downstream/proto_catalog.hpp"
+#include "gather/downstream/grpc/proto_catalog.hpp"
 #include "gather/tracing/span_exporter.hpp"
 #include "gather/tracing/traceparent.hpp"
 

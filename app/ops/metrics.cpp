@@ -1,6 +1,6 @@
 #include "gather/ops/metrics.hpp"
 #include "gather/ops/prometheus_text.hpp"
-#include "gather/downstream/grpc_wire.hpp"
+#include "gather/downstream/grpc/grpc_wire.hpp"
 
 #include <cstdio>
 

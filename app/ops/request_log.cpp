@@ -1,5 +1,5 @@
 #include "gather/ops/request_log.hpp"
-#include "gather/downstream/grpc_wire.hpp"
+#include "gather/downstream/grpc/grpc_wire.hpp"
 
 #include <chrono>
 #include <cstdio>

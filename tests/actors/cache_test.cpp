@@ -7,7 +7,7 @@
 #include <caf/all.hpp>
 
 #include "gather/values/atoms.hpp"
-#include "gather/downstream/downstream_client.hpp"
+#include "gather/downstream/call/downstream_client.hpp"
 #include "gather/actors/section_cache.hpp"
 #include "support/gateway_fixture.hpp"
 #include "support/test_server.hpp"

@@ -9,7 +9,7 @@
 #include <set>
 #include <thread>
 
-#include "gather/downstream/downstream_client.hpp"
+#include "gather/downstream/call/downstream_client.hpp"
 #include "support/test_helpers.hpp"
 #include "support/gateway_fixture.hpp"
 #include "support/test_server.hpp"

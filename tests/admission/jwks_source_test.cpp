@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include "gather/admission/jwt_guard.hpp"
-#include "gather/downstream/downstream_client.hpp"
+#include "gather/downstream/call/downstream_client.hpp"
 #include "gather/runtime/io_loops.hpp"
 #include "support/child_process.hpp"
 #include "support/test_server.hpp"

@@ -7,7 +7,7 @@
 #include "gather/answer/aggregate_response.hpp"
 #include "gather/answer/json_member.hpp"
 #include "gather/answer/progressive_answer.hpp"
-#include "gather/downstream/downstream_answer.hpp"
+#include "gather/downstream/answer/downstream_answer.hpp"
 
 using gather::field_path;
 using gather::section_outcome;

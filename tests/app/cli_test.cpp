@@ -10,7 +10,7 @@
 #include <httplib.h>
 #include <nlohmann/json.hpp>
 
-#include "gather/downstream/downstream_client.hpp"
+#include "gather/downstream/call/downstream_client.hpp"
 #include "support/test_helpers.hpp"
 #include "support/child_process.hpp"
 #include "support/test_server.hpp"

@@ -6,7 +6,7 @@
 #include <algorithm>
 
 #include "gather/config/config.hpp"
-#include "gather/downstream/proto_catalog.hpp"
+#include "gather/downstream/grpc/proto_catalog.hpp"
 
 using gather::load_config;
 using json = nlohmann::json;

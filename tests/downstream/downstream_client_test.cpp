@@ -22,8 +22,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "gather/downstream/downstream_answer.hpp"
-#include "gather/downstream/downstream_client.hpp"
+#include "gather/downstream/answer/downstream_answer.hpp"
+#include "gather/downstream/call/downstream_client.hpp"
 #include "support/ports.hpp"
 #include "support/test_server.hpp"
 
@@ -676,7 +676,7 @@ TEST_CASE("a response head is held to 64 KiB as a whole, status line and header 
   CHECK(served.body == "{}");
 }
 
-// A downstream body is validated one of two ways (app/downstream/downstream_answer.cpp): simdjson
+// A downstream body is validated one of two ways (app/downstream/answer/downstream_answer.cpp): simdjson
 // where the body is only validated and spliced, nlohmann where `fields` projects it. Both must give
 // every body the same verdict and reason: the table's bodies, served by a real downstream and read
 // by the client, once with a Content-Length and once chunked, each classified both ways.

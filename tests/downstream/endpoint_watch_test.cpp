@@ -18,7 +18,7 @@
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/post.hpp>
 
-#include "gather/downstream/endpoint_lookup.hpp"
+#include "gather/downstream/upstream/endpoint_lookup.hpp"
 #include "support/dns_stand_in.hpp"
 #include "support/private_etc.hpp"
 #include "support/test_server.hpp"

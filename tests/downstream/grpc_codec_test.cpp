@@ -1,13 +1,13 @@
-// The gRPC codec (gather/downstream/grpc_wire.hpp, grpc_json.hpp): frames, grpc-timeout, statuses
+// The gRPC codec (gather/downstream/grpc/grpc_wire.hpp, grpc_json.hpp): frames, grpc-timeout, statuses
 // and what they mean for a section, the message rendered from its template, JSON to bytes and
 // back over the descriptors protoc made for the tests.
 #include <catch2/catch.hpp>
 
 #include "gather/config/config.hpp"
-#include "gather/downstream/grpc_answer.hpp"
-#include "gather/downstream/grpc_json.hpp"
-#include "gather/downstream/grpc_wire.hpp"
-#include "gather/downstream/proto_catalog.hpp"
+#include "gather/downstream/grpc/grpc_answer.hpp"
+#include "gather/downstream/grpc/grpc_json.hpp"
+#include "gather/downstream/grpc/grpc_wire.hpp"
+#include "gather/downstream/grpc/proto_catalog.hpp"
 
 namespace grpc = gather::grpc;
 using json = nlohmann::json;

@@ -16,9 +16,9 @@
 #include <google/protobuf/reflection.h>
 
 #include "gather/config/config.hpp"
-#include "gather/downstream/grpc_json.hpp"
-#include "gather/downstream/grpc_message_json.hpp"
-#include "gather/downstream/proto_catalog.hpp"
+#include "gather/downstream/grpc/grpc_json.hpp"
+#include "gather/downstream/grpc/grpc_message_json.hpp"
+#include "gather/downstream/grpc/proto_catalog.hpp"
 
 namespace pb = google::protobuf;
 using json = nlohmann::json;

@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "gather/actors/serving_config.hpp"
-#include "gather/downstream/downstream_client.hpp"
-#include "gather/downstream/grpc_reflection.hpp"
+#include "gather/downstream/call/downstream_client.hpp"
+#include "gather/downstream/grpc/grpc_reflection.hpp"
 #include "support/child_process.hpp"
 #include "support/gateway_fixture.hpp"
 

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "gather/downstream/call_face.hpp"
+#include "gather/downstream/call/call_face.hpp"
 #include "support/child_process.hpp"
 #include "support/grpc_library.hpp"
 #include "support/gateway_fixture.hpp"

@@ -27,7 +27,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "gather/downstream/downstream_client.hpp"
+#include "gather/downstream/call/downstream_client.hpp"
 #include "gather/runtime/io_loops.hpp"
 
 #include "support/child_process.hpp"

@@ -18,7 +18,7 @@
 #include <httplib.h>
 #include <nlohmann/json.hpp>
 
-#include "gather/downstream/downstream_client.hpp"
+#include "gather/downstream/call/downstream_client.hpp"
 
 #include "support/child_process.hpp"
 #include "support/gateway_fixture.hpp"

@@ -10,7 +10,7 @@
 
 #include <boost/asio/post.hpp>
 
-#include "gather/downstream/health_probe.hpp"
+#include "gather/downstream/upstream/health_probe.hpp"
 #include "gather/runtime/io_loops.hpp"
 #include "support/child_process.hpp"
 #include "support/ports.hpp"

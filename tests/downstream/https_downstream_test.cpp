@@ -9,7 +9,7 @@
 
 #include <httplib.h>
 
-#include "gather/downstream/downstream_client.hpp"
+#include "gather/downstream/call/downstream_client.hpp"
 
 using namespace std::chrono_literals;
 using gather::downstream_client;

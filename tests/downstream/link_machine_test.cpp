@@ -6,7 +6,7 @@
 #include <utility>
 #include <vector>
 
-#include "gather/downstream/link_machine.hpp"
+#include "gather/downstream/pool/link_machine.hpp"
 
 using namespace std::chrono_literals;
 using gather::link_bounds;

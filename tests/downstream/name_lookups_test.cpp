@@ -12,7 +12,7 @@
 
 #include <boost/asio/executor_work_guard.hpp>
 
-#include "gather/downstream/name_lookups.hpp"
+#include "gather/downstream/pool/name_lookups.hpp"
 #include "support/test_server.hpp"
 
 using namespace std::chrono_literals;

@@ -6,7 +6,7 @@
 #include <map>
 #include <thread>
 
-#include "gather/downstream/upstream_table.hpp"
+#include "gather/downstream/upstream/upstream_table.hpp"
 
 using namespace gather;
 

@@ -9,7 +9,7 @@
 
 #include <caf/stateful_actor.hpp>
 
-#include "gather/downstream/batch_plan.hpp"
+#include "gather/downstream/answer/batch_plan.hpp"
 #include "gather/config/config.hpp"
 #include "gather/tracing/call_span.hpp"
 #include "gather/values/inbound_request.hpp"

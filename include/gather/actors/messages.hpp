@@ -5,8 +5,8 @@
 #include <caf/actor_system_config.hpp>
 #include <caf/meta/type_name.hpp>
 
-#include "gather/downstream/downstream_answer.hpp"
-#include "gather/downstream/downstream_client.hpp"
+#include "gather/downstream/answer/downstream_answer.hpp"
+#include "gather/downstream/call/downstream_client.hpp"
 #include "gather/values/section_outcome.hpp"
 
 namespace gather {

@@ -25,7 +25,7 @@
 #include <vector>
 
 #include "gather/config/config.hpp"
-#include "gather/downstream/upstream_registry.hpp"
+#include "gather/downstream/upstream/upstream_registry.hpp"
 #include "gather/ops/metrics.hpp"
 #include "gather/resilience/section_guards.hpp"
 

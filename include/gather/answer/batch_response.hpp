@@ -4,7 +4,7 @@
 #include <cstddef>
 #include <vector>
 
-#include "gather/downstream/batch_plan.hpp"
+#include "gather/downstream/answer/batch_plan.hpp"
 #include "gather/values/http_reply.hpp"
 #include "gather/values/section_outcome.hpp"
 

@@ -129,7 +129,7 @@ struct protos_config {
 };
 
 /// The descriptors `protos` names, compiled, and each gRPC section's plan over them
-/// (gather/downstream/proto_catalog.hpp): built by build_proto_catalog, outside the config
+/// (gather/downstream/grpc/proto_catalog.hpp): built by build_proto_catalog, outside the config
 /// reader (it reads files), and held by the config so that a reload builds new ones and requests
 /// in flight keep theirs.
 struct proto_catalog;

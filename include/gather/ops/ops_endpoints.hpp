@@ -7,8 +7,8 @@
 #include <caf/fwd.hpp>
 
 #include "gather/config/config.hpp"
-#include "gather/downstream/downstream_client.hpp"
-#include "gather/downstream/upstream_registry.hpp"
+#include "gather/downstream/call/downstream_client.hpp"
+#include "gather/downstream/upstream/upstream_registry.hpp"
 #include "gather/values/gateway_stats.hpp"
 #include "gather/values/http_reply.hpp"
 #include "gather/ops/inflight_registry.hpp"

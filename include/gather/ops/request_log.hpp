@@ -6,7 +6,7 @@
 #include <string_view>
 #include <vector>
 
-#include "gather/downstream/batch_plan.hpp"
+#include "gather/downstream/answer/batch_plan.hpp"
 #include "gather/config/config.hpp"
 #include "gather/values/section_outcome.hpp"
 

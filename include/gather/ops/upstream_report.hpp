@@ -7,7 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "gather/downstream/upstream_registry.hpp"
+#include "gather/downstream/upstream/upstream_registry.hpp"
 
 namespace gather {
 

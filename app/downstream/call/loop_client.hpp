@@ -1,0 +1,53 @@
+// One event loop's side of the downstream client (downstream_client.cpp is the side other threads
+// call): the face a transfer or a call meets on its loop. A transfer goes to the HTTP/1.1 client
+// (h1_client.hpp), or with `http2` to the HTTP/2 client (h2_client.hpp) through a collector that
+// turns the call's events into the transfer's result; an https origin whose ALPN chose HTTP/1.1
+// is remembered a while, and its transfers go to the HTTP/1.1 client, on the connection the
+// HTTP/2 side made. Only the loop's thread touches any of it. Private to app/downstream/.
+#pragma once
+
+#include <chrono>
+#include <string>
+#include <unordered_map>
+
+#include "h1/h1_client.hpp"
+#include "h2/h2_client.hpp"
+
+namespace gather::downstream_loop {
+
+/// How long an https origin whose ALPN chose HTTP/1.1 is called over HTTP/1.1 without asking again.
+constexpr std::chrono::seconds http1_origin_memory{60};
+
+class loop_client {
+public:
+  loop_client(asio::io_context& loop, name_lookups& lookups, std::atomic<std::size_t>& inflight,
+              asio::ssl::context& tls, asio::ssl::context& tls_h2, const link_bounds& bounds);
+
+  asio::io_context& loop() { return loop_; }
+
+  /// A transfer (counted in `inflight` by the caller): HTTP/1.1, or HTTP/2 with request.http2.
+  void start(std::uint64_t id, transfer_request request, downstream_client::completion done);
+  /// A call whose answer arrives as events (counted in `inflight` by the caller).
+  void call(std::uint64_t id, stream_request request, std::shared_ptr<stream_events> events) {
+    h2_.start(id, std::move(request), std::move(events));
+  }
+  /// A cancel of either kind (ids are unique across both).
+  void abandon(std::uint64_t id) {
+    h1_.abandon(id);
+    h2_.abandon(id);
+  }
+
+  /// The transfer goes over HTTP/1.1 after its HTTP/2 call found an origin that does not speak h2.
+  void fall_back(std::uint64_t id, transfer_request request, downstream_client::completion done);
+
+private:
+  bool speaks_http1_only(const transfer_request& request);
+
+  asio::io_context& loop_;
+  std::atomic<std::size_t>& inflight_;
+  std::unordered_map<std::string, std::chrono::steady_clock::time_point> http1_origins_; ///< until when
+  h1_client h1_;
+  h2_client h2_;
+};
+
+} // namespace gather::downstream_loop

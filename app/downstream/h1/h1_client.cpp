@@ -1,0 +1,323 @@
+// The downstream HTTP/1.1 client: over Boost.Beast on the Asio event loops, a keep-alive pool
+// per scheme://host:port on each loop. Other threads only post to a loop (submit, cancel);
+// everything else belongs to the loop's thread, so the pools, the running transfers and their
+// sockets need no lock.
+//
+// One transfer: take an idle connection for its origin or connect a new one (a host name looked up
+// on that name's own thread, name_lookups.hpp; TLS with SNI and certificate and host name
+// verification for https), write the request, read the response with Beast's parser bounded by
+// max_body_bytes (response_reading.hpp: the status and the body kept, no header map), hand the
+// connection back to the pool when the response allows keep-alive. One timer bounds the whole
+// transfer (connect, send, a trickling body). A reused connection that the server closed while idle
+// fails before any byte of the answer: then, and only then, the request is sent once more on a new one.
+#include "h1/h1_client.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <deque>
+#include <stdexcept>
+#include <utility>
+
+#include <sys/socket.h>
+
+#include <boost/asio/connect.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/beast/core/read_size.hpp>
+#include <boost/beast/http/error.hpp>
+
+#include "gather/config/port.hpp"
+
+#include "call/call_timer.hpp"
+#include "pool/retire_epoch.hpp"
+
+namespace gather::downstream_loop {
+
+using namespace std::string_view_literals; // appends of literals without a strlen each
+
+void h1_client::start(std::uint64_t id, transfer_request request, downstream_client::completion done) {
+  if (retire_epoch().load(std::memory_order_relaxed) != retire_seen_)
+    close_retired();
+  auto t = std::make_shared<transfer>(loop_);
+  t->id = id;
+  t->done = std::move(done);
+  t->max_body_bytes = request.max_body_bytes;
+  auto where = split_url(request.url, request.target);
+  const auto& lines = request.header_lines;
+  const bool lines_ended = lines.empty() || (lines.size() >= 2 && lines.compare(lines.size() - 2, 2, "\r\n") == 0);
+  const bool nowhere = request.target && request.target->address.empty();
+  if (!where || !lines_ended || nowhere) {
+    --inflight_;
+    transfer_result result;
+    result.error = nowhere ? transfer_error::connect : transfer_error::protocol;
+    // (A block without its last CRLF would end the request's head inside it: never sent.)
+    result.detail = nowhere ? request.target->detail
+                    : !where ? "not an http or https URL" : "header lines not ended by CRLF";
+    // Posted: start() may run inside submit(), and `done` never runs before submit() returns.
+    return asio::post(loop_, [t, result = std::move(result)]() mutable { t->done(std::move(result)); });
+  }
+  t->where = std::move(*where);
+  auto& bytes = t->request_bytes; // sized once: one allocation, not one per growth step
+  std::size_t size = request.method.size() + t->where.target.size() + t->where.host_header.size() +
+                     request.body.size() + 64;
+  size += request.header_lines.size();
+  bytes.reserve(size);
+  bytes += request.method;
+  bytes += ' ';
+  bytes += t->where.target;
+  bytes += " HTTP/1.1\r\nHost: "sv;
+  bytes += t->where.host_header;
+  bytes += "\r\n"sv;
+  bytes += request.header_lines;
+  if (!request.body.empty() || request.method != "GET") {
+    bytes += "Content-Length: "sv;
+    bytes += std::to_string(request.body.size());
+    bytes += "\r\n"sv;
+  }
+  bytes += "\r\n"sv;
+  bytes += request.body;
+  running_.emplace(id, t);
+  // At least 1 ms; the one timer bounds connect, send and a trickling body together.
+  const auto timeout = std::chrono::microseconds{std::max(request.timeout, std::chrono::milliseconds{1})};
+  arm_call_timer(t, timeout, request.slow_after, std::move(request.slow),
+                 [this, t] { fail(*t, transfer_error::timeout, "the transfer's timeout passed"); });
+  if (auto idle = take_idle(t->where.key)) {
+    t->conn = std::move(idle);
+    t->reused = true;
+    return send(t);
+  }
+  connect(t);
+}
+
+void h1_client::abandon(std::uint64_t id) {
+  auto it = running_.find(id);
+  if (it == running_.end())
+    return;
+  auto t = it->second;
+  running_.erase(it);
+  --inflight_;
+  t->finished = true;
+  t->timer.cancel();
+  if (t->conn)
+    t->conn->close(); // the downstream sees the connection close
+}
+
+void h1_client::connect(const std::shared_ptr<transfer>& t) {
+  t->conn = std::make_unique<origin_connection>(loop_, tls_context_for(t->where, tls_, false), t->where.tls);
+  t->conn->key = t->where.key;
+  t->conn->endpoint = t->where.endpoint;
+  t->reused = false;
+  error_code ec;
+  const auto address = asio::ip::make_address(t->where.host, ec);
+  if (!ec) { // an IP address: no lookup
+    const tcp::endpoint endpoint{address, static_cast<unsigned short>(*parse_port(t->where.port))};
+    if (!t->where.tls)
+      return connect_and_send(t, endpoint);
+    return t->conn->lowest().async_connect(endpoint, [this, t](const error_code& cec) {
+      connected(t, cec);
+    });
+  }
+  // On the name's own thread (name_lookups.hpp): a name that never resolves delays no other.
+  lookups_.resolve(t->where.host, t->where.port, loop_, [this, t](const error_code& rec, name_lookups::endpoints found) {
+    if (t->finished)
+      return;
+    if (rec)
+      return fail(*t, transfer_error::connect, "could not resolve " + t->where.host + ": " + rec.message());
+    asio::async_connect(t->conn->lowest(), found, [this, t](const error_code& cec, const tcp::endpoint&) {
+      connected(t, cec);
+    });
+  });
+}
+
+void h1_client::connect_and_send(const std::shared_ptr<transfer>& t, const tcp::endpoint& endpoint) {
+  auto& socket = t->conn->socket;
+  error_code ec;
+  socket.open(endpoint.protocol(), ec);
+  if (!ec)
+    socket.non_blocking(true, ec); // Asio's own operations then set nothing more
+  if (!ec)
+    socket.set_option(tcp::no_delay(true), ec);
+  if (!ec && ::connect(socket.native_handle(), endpoint.data(), endpoint.size()) != 0 && errno != EINPROGRESS)
+    ec = error_code(errno, asio::error::get_system_category());
+  if (ec)
+    return connected(t, ec);
+  t->connecting = true; // until the request has left: a failure before is the connect's
+  send(t);
+}
+
+void h1_client::connected(const std::shared_ptr<transfer>& t, const error_code& ec) {
+  if (t->finished)
+    return;
+  if (ec)
+    return fail(*t, transfer_error::connect, "could not connect to " + t->where.key + ": " + ec.message());
+  error_code ignored;
+  t->conn->lowest().set_option(tcp::no_delay(true), ignored);
+  if (!t->conn->tls_stream)
+    return send(t);
+  auto& stream = *t->conn->tls_stream;
+  verify_host(stream, tls_name_of(t->where));
+  stream.async_handshake(asio::ssl::stream_base::client, [this, t](const error_code& hec) {
+    if (t->finished)
+      return;
+    if (hec)
+      return fail(*t, transfer_error::connect, "TLS handshake with " + t->where.key + " failed: " + hec.message());
+    send(t);
+  });
+}
+
+void h1_client::send(const std::shared_ptr<transfer>& t) {
+  std::size_t sent = 0;
+  if (!t->conn->tls_stream) {
+    // One non-blocking send first: a request nearly always fits the socket's buffer whole, and
+    // then the answer's read starts in this turn of the loop, not in an async_write's posted
+    // completion (one handler, often one epoll_wait, fewer per call). What did not fit goes on
+    // as before.
+    const auto& bytes = t->request_bytes;
+    const auto n = ::send(t->conn->socket.native_handle(), bytes.data(), bytes.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
+    if (n == static_cast<ssize_t>(bytes.size())) {
+      t->connecting = false;
+      return receive(t);
+    }
+    if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+      return lost_connection(t, error_code(errno, asio::error::get_system_category()));
+    sent = n > 0 ? static_cast<std::size_t>(n) : 0;
+  }
+  with_stream(*t->conn, [&](auto& stream) {
+    asio::async_write(stream, asio::buffer(t->request_bytes) + sent, [this, t](const error_code& ec, std::size_t) {
+      if (t->finished)
+        return;
+      if (ec)
+        return lost_connection(t, ec);
+      t->connecting = false;
+      receive(t);
+    });
+  });
+}
+
+void h1_client::receive(const std::shared_ptr<transfer>& t) {
+  t->parser.emplace(body_slack_bytes);
+  limit_response(*t->parser, t->max_body_bytes);
+  t->head_bytes = 0;
+  // A pooled connection's buffer is empty (give_back); a new one's too: the answer is read first.
+  read_some(t);
+}
+
+void h1_client::read_some(const std::shared_ptr<transfer>& t) {
+  auto& buffer = t->conn->buffer;
+  // As Beast's own reads size them: what the buffer has spare, at least 512, at most 64 KiB.
+  const auto room = boost::beast::read_size(buffer, 65536);
+  if (room == 0)
+    return fail(*t, transfer_error::protocol, "malformed response from " + t->where.key + ": buffer full");
+  with_stream(*t->conn, [&](auto& stream) {
+    stream.async_read_some(buffer.prepare(room), [this, t](error_code ec, std::size_t n) {
+      if (t->finished)
+        return;
+      auto& parser = *t->parser;
+      t->conn->buffer.commit(n);
+      if (ec == asio::error::eof) { // the server closed: the end of an answer read to its close?
+        if (!parser.got_some())
+          return read_failed(t, boost::beast::http::error::end_of_stream);
+        ec = {};
+        parser.put_eof(ec);
+        if (ec)
+          return read_failed(t, ec);
+        return answered(t);
+      }
+      if (ec)
+        return read_failed(t, ec);
+      parse(t);
+    });
+  });
+}
+
+void h1_client::parse(const std::shared_ptr<transfer>& t) {
+  auto& parser = *t->parser;
+  auto& buffer = t->conn->buffer;
+  while (buffer.size() > 0 && !parser.is_done()) {
+    error_code ec;
+    const bool in_head = !parser.is_header_done();
+    const auto used = parser.put(buffer.data(), ec);
+    buffer.consume(used);
+    if (in_head) {
+      t->head_bytes += used;
+      if (parser.is_header_done()) {
+        if (!head_within_cap(t->head_bytes))
+          return fail(*t, transfer_error::protocol,
+                      "malformed response from " + t->where.key + ": header limit exceeded");
+        parser.eager(true); // the head is checked: the body is parsed as far as it has come
+      }
+    }
+    if (ec == boost::beast::http::error::need_more)
+      break;
+    if (ec)
+      return read_failed(t, ec);
+  }
+  if (parser.is_done())
+    return answered(t);
+  read_some(t);
+}
+
+void h1_client::lost_connection(const std::shared_ptr<transfer>& t, const error_code& ec) {
+  if (t->connecting)
+    return connected(t, ec);
+  if (t->reused && !t->resent) {
+    t->resent = true;
+    t->conn->close();
+    return connect(t);
+  }
+  fail(*t, transfer_error::connect, "connection to " + t->where.key + " lost: " + ec.message());
+}
+
+void h1_client::read_failed(const std::shared_ptr<transfer>& t, const error_code& ec) {
+  switch (classify_read_failure(*t->parser, ec)) {
+  case read_failure::too_large:
+    return fail(*t, transfer_error::too_large, "the body exceeded max_response_bytes");
+  case read_failure::lost_before_answer:
+    return lost_connection(t, ec);
+  case read_failure::malformed:
+    return fail(*t, transfer_error::protocol, "malformed response from " + t->where.key + ": " + ec.message());
+  case read_failure::ended:
+    break;
+  }
+  fail(*t, transfer_error::connect, "connection to " + t->where.key + " ended: " + ec.message());
+}
+
+void h1_client::answered(const std::shared_ptr<transfer>& t) {
+  auto& parser = *t->parser;
+  const bool keep = parser.keep_alive();
+  transfer_result result;
+  result.http_status = static_cast<long>(parser.status());
+  result.body = std::move(parser.body());
+  auto conn = std::move(t->conn);
+  finish(*t);
+  if (keep && conn->buffer.size() == 0)
+    give_back(std::move(conn));
+  else
+    conn->close();
+  auto done = std::move(t->done);
+  done(std::move(result));
+}
+
+void h1_client::fail(transfer& t, transfer_error error, std::string detail) {
+  // Closed, not destroyed: an operation still pending on it (a read cut by the timer) completes
+  // into its buffer; the transfer, which its handlers hold, keeps the connection until then.
+  if (t.conn)
+    t.conn->close();
+  finish(t);
+  transfer_result result;
+  result.error = error;
+  result.detail = std::move(detail);
+  if (t.parser && t.parser->is_header_done()) // the status line had arrived (logged as such)
+    result.http_status = static_cast<long>(t.parser->status());
+  auto done = std::move(t.done);
+  done(std::move(result));
+}
+
+void h1_client::finish(transfer& t) {
+  t.finished = true;
+  t.timer.cancel();
+  if (running_.erase(t.id))
+    --inflight_;
+}
+
+} // namespace gather::downstream_loop

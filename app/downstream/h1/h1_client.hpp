@@ -1,0 +1,138 @@
+// The HTTP/1.1 client of one event loop (loop_client.hpp is the loop's face, h2_client.hpp its
+// HTTP/2 side): the keep-alive pools of that loop and its running transfers, each from a
+// connection taken or made, through its request and its answer, to its completion. Only the
+// loop's thread touches any of it. Private to app/downstream/.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include <ostream> // boost/core/detail/string_view.hpp (1.81) uses std::ostream without including it
+#include <boost/asio/steady_timer.hpp>
+
+#include "gather/downstream/call/downstream_client.hpp"
+#include "gather/downstream/pool/name_lookups.hpp"
+#include "gather/downstream/h1/response_reading.hpp"
+#include "gather/downstream/call/url_split.hpp"
+
+#include "pool/origin_connection.hpp"
+
+namespace gather::downstream_loop {
+
+namespace http = boost::beast::http;
+
+/// One running transfer.
+struct transfer {
+  transfer(asio::io_context& loop) : timer(loop) {}
+  std::uint64_t id = 0;
+  origin_and_target where;
+  std::string request_bytes;
+  std::size_t max_body_bytes = 0;
+  downstream_client::completion done;
+  asio::steady_timer timer;
+  std::unique_ptr<origin_connection> conn;
+  std::optional<response_parser> parser;
+  std::size_t head_bytes = 0; ///< taken by the parser until the head was whole
+  bool reused = false;  ///< the connection came from the pool
+  bool resent = false;  ///< already sent once more on a new connection
+  bool connecting = false; ///< connect() returned before the handshake was known to be complete
+  bool finished = false;
+};
+
+/// The HTTP/1.1 pools and running transfers of one event loop.
+class h1_client {
+public:
+  h1_client(asio::io_context& loop, name_lookups& lookups, std::atomic<std::size_t>& inflight,
+            asio::ssl::context& tls, std::chrono::milliseconds idle_timeout)
+    : loop_(loop), lookups_(lookups), tls_(tls), inflight_(inflight), idle_timeout_(idle_timeout), sweep_(loop) {}
+
+  /// The loop has stopped (or never ran): nothing runs any more.
+  ~h1_client() {
+    for (auto& [id, t] : running_) {
+      t->finished = true;
+      if (t->conn)
+        t->conn->close();
+    }
+    inflight_ -= running_.size();
+  }
+
+  asio::io_context& loop() { return loop_; }
+
+  void start(std::uint64_t id, transfer_request request, downstream_client::completion done);
+
+  void abandon(std::uint64_t id);
+
+  /// A connection joins the idle pool: after an answer that keeps it alive, or made elsewhere (an
+  /// https origin whose ALPN chose HTTP/1.1). It is closed after idle_timeout there (0: never).
+  void give_back(std::unique_ptr<origin_connection> conn);
+  std::size_t idle_connections() const { return idle_count_; }
+
+private:
+  std::unique_ptr<origin_connection> take_idle(const std::string& key);
+  /// Some endpoint left its upstream since the last look (retire_epoch.hpp): its idle
+  /// connections close now.
+  void close_retired();
+  /// The connection's idle bound: its upstream's idle_timeout_ms, else downstream_idle_timeout_ms.
+  std::chrono::milliseconds idle_timeout_of(const origin_connection& conn) const;
+  /// The idle pool's one timer: at the oldest idle connection's end, every one that old is closed.
+  void sweep_later(std::chrono::steady_clock::time_point at);
+  void sweep();
+  void connect(const std::shared_ptr<transfer>& t);
+  /// A plain connection to an address: the request goes out right after the non-blocking connect.
+  /// To a peer on this host the kernel completes the handshake inside connect(), and the send
+  /// needs no wait; to another host the send finds the socket not yet writable, and Asio's write
+  /// waits for it as its connect would have (the same number of system calls). Saved per new
+  /// local connection: the connect operation's epoll_ctl for writability, its wake-up, its poll
+  /// and getsockopt.
+  void connect_and_send(const std::shared_ptr<transfer>& t, const tcp::endpoint& endpoint);
+  void connected(const std::shared_ptr<transfer>& t, const error_code& ec);
+
+  template <class F>
+  void with_stream(origin_connection& conn, F f) {
+    if (conn.tls_stream)
+      f(*conn.tls_stream);
+    else
+      f(conn.socket);
+  }
+
+  void send(const std::shared_ptr<transfer>& t);
+
+  /// Reads the answer with the socket's own reads and Beast's parser: the head first, held to its
+  /// cap (head_within_cap), then the body, parsed as the bytes come. (Beast's async_read_header and
+  /// async_read cost two composed operations and two posts per call, where one read usually
+  /// brings the whole answer.)
+  void receive(const std::shared_ptr<transfer>& t);
+  void read_some(const std::shared_ptr<transfer>& t);
+  /// Parses what the connection's buffer holds; then reads more, or ends the transfer.
+  void parse(const std::shared_ptr<transfer>& t);
+
+  /// Nothing of an answer arrived on a connection that came from the pool: the server closed it
+  /// while idle. Sent once more on a new connection; any other failure is the transfer's.
+  void lost_connection(const std::shared_ptr<transfer>& t, const error_code& ec);
+  void read_failed(const std::shared_ptr<transfer>& t, const error_code& ec);
+  void answered(const std::shared_ptr<transfer>& t);
+  void fail(transfer& t, transfer_error error, std::string detail);
+
+  /// The transfer leaves the running set; its completion is run by the caller, last.
+  void finish(transfer& t);
+
+  asio::io_context& loop_;
+  name_lookups& lookups_;
+  asio::ssl::context& tls_;
+  std::atomic<std::size_t>& inflight_;
+  std::unordered_map<std::uint64_t, std::shared_ptr<transfer>> running_;
+  /// Per pool key, oldest first (a connection is taken from the back: the one most likely alive).
+  std::unordered_map<std::string, std::vector<std::unique_ptr<origin_connection>>> idle_;
+  std::size_t idle_count_ = 0;
+  std::chrono::milliseconds idle_timeout_;
+  asio::steady_timer sweep_;
+  std::optional<std::chrono::steady_clock::time_point> sweep_at_; ///< when the timer is armed for
+  std::uint64_t retire_seen_ = 0; ///< the retire_epoch() this loop's pools last acted on
+};
+
+} // namespace gather::downstream_loop

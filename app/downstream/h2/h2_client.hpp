@@ -1,0 +1,90 @@
+// The HTTP/2 client of one event loop (stream_call.hpp is its contract): its pool of links per
+// origin (h2_link.hpp), one list per link state (link_machine.hpp), and its running calls, each
+// from the link chosen or opened, through its events, to its one end: on its timer (timeout, the
+// hedge's slow point), a cancel, a refused stream sent again elsewhere, or what its link reports.
+// Only the loop's thread touches any of it. Private to app/downstream/.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "h2/h2_link.hpp"
+
+namespace gather::downstream_loop {
+
+class h2_client {
+public:
+  /// What an https link whose ALPN chose HTTP/1.1 hands over: its connection, ready for requests.
+  using http1_handover = std::function<void(std::unique_ptr<origin_connection>)>;
+
+  h2_client(asio::io_context& loop, name_lookups& lookups, std::atomic<std::size_t>& inflight,
+            asio::ssl::context& tls, const link_bounds& bounds, http1_handover to_http1)
+    : loop_(loop), lookups_(lookups), tls_(tls), inflight_(inflight), bounds_(bounds),
+      to_http1_(std::move(to_http1)) {}
+  /// The loop has stopped (or never ran): nothing runs any more, no event is delivered.
+  ~h2_client();
+
+  /// Starts a call (counted in `inflight` by the caller); its events run later, never inside.
+  void start(std::uint64_t id, stream_request request, std::shared_ptr<stream_events> events);
+  /// A cancel: the stream is reset (CANCEL) and no event runs any more.
+  void abandon(std::uint64_t id);
+
+  // What the links report (h2_link.cpp).
+  /// The call's end: it leaves the running set and its link, then on_end runs, last.
+  void end(const std::shared_ptr<h2_call>& call, stream_end&& how);
+  /// The server refused the call's stream unprocessed: sent again on another link, or ended
+  /// `refused` after max_resends.
+  void refused(const std::shared_ptr<h2_call>& call, const h2_link* from, std::string why);
+  /// The call, never sent, goes to another link (not counted as a resend).
+  void move(const std::shared_ptr<h2_call>& call, const h2_link* from) { place(call, from); }
+  /// The link's state changed: it moves to that state's list (closed: the pool forgets it).
+  void moved(h2_link& link, link_state from, link_state to);
+  /// The link's last slot was freed.
+  void idle(h2_link& link);
+  /// The server's ALPN chose HTTP/1.1 (or nothing): the connection goes to the HTTP/1.1 client.
+  void handover(std::unique_ptr<origin_connection> conn) { to_http1_(std::move(conn)); }
+
+private:
+  void arm(const std::shared_ptr<h2_call>& call);
+  /// A link of the call's origin with room (not `exclude`), else a new one; then the call on it.
+  void place(const std::shared_ptr<h2_call>& call, const h2_link* exclude);
+  void fail_now(const std::shared_ptr<h2_call>& call, stream_ending how, std::string detail);
+  /// Some endpoint left its upstream since the last look (retire_epoch.hpp): its links take no
+  /// new stream and close when their streams have ended.
+  void drain_retired();
+
+  asio::io_context& loop_;
+  name_lookups& lookups_;
+  asio::ssl::context& tls_;
+  std::atomic<std::size_t>& inflight_;
+  /// One origin's links, a list per state (closed ones are dropped).
+  using link_list = std::vector<std::shared_ptr<h2_link>>;
+  struct origin_links {
+    std::array<link_list, 4> by_state; ///< connecting, ready, busy, draining
+    link_list& operator[](link_state s) { return by_state[static_cast<std::size_t>(s)]; }
+    bool empty() const {
+      for (const auto& list : by_state)
+        if (!list.empty())
+          return false;
+      return true;
+    }
+  };
+
+  link_bounds bounds_;
+  http1_handover to_http1_;
+  std::unordered_map<std::uint64_t, std::shared_ptr<h2_call>> running_;
+  std::unordered_map<std::string, origin_links> links_;
+  std::uint64_t retire_seen_ = 0; ///< the retire_epoch() this loop's links last acted on
+};
+
+/// The request's headers as a transfer's "Name: value\r\n" lines, for HTTP/2: names lower case,
+/// the connection-specific ones and Host (that is :authority) left out.
+header_list header_fields(const std::string& header_lines);
+
+} // namespace gather::downstream_loop
