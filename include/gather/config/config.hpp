@@ -16,45 +16,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include "gather/config/grpc_config.hpp"
+#include "gather/config/template_parts.hpp"
 #include "gather/config/ip_range.hpp"
+#include "gather/config/upstream_config.hpp"
 
 namespace gather {
-
-using millis = std::chrono::milliseconds;
-
-/// A dotted path into a JSON object: "a.b" -> {"a", "b"}.
-using field_path = std::vector<std::string>;
-
-/// One piece of a URL template: literal text or a placeholder to substitute.
-struct url_part {
-  enum class kind {
-    literal, ///< `text` is copied as written
-    capture, ///< `{id}`: path capture named `text`
-    query,   ///< `{query.q}`: inbound query parameter named `text`
-    header,  ///< `{header.h}`: inbound header named `text` (stored lower-case)
-    section, ///< `{s.a.b}`: field `field` of section `text`'s data (index `section`)
-    item,    ///< `{item}`: the batch item (batch routes only)
-    claim,   ///< `{claim.NAME}`: claim `text` of the request's verified token (routes with auth)
-    client,  ///< `{client.ip}`: the client's address (the peer, or through `trusted_proxies`)
-    body,    ///< `{body}`, `{body.a.b}`: the request's JSON body, or field `field` of it (write routes)
-  };
-  kind what = kind::literal;
-  std::string text;
-  field_path field;        ///< kind::section and kind::body (empty: the whole body)
-  std::size_t section = 0; ///< kind::section only: index in the route's `sections`
-};
-
-/// A parsed `url`. Placeholders only ever stand in the path or the query (never scheme, host, port).
-struct url_template {
-  std::string source; ///< as written in the config
-  std::vector<url_part> parts;
-};
-
-/// A reference `s.a.b` to a field of another section's data.
-struct field_ref {
-  std::size_t section = 0; ///< index in the route's `sections`
-  field_path field;        ///< may be empty: the whole data
-};
 
 struct retry_policy {
   int attempts = 1; ///< counts the first try
@@ -83,49 +50,6 @@ struct circuit_policy {
 struct retry_budget_policy {
   double ratio = 0.2;
   double min_per_s = 10;
-};
-
-/// A string of a gRPC message template that holds placeholders (docs/grpc.md).
-struct message_placeholder {
-  std::string pointer; ///< JSON pointer to the string inside `grpc_call_config::message`
-  url_template text;   ///< its parts: literal text and placeholders (`source` as written)
-  /// The string is exactly one placeholder: its value keeps its own JSON type where the field is
-  /// not a string (a number stays a number), and is text in a string field.
-  bool whole = false;
-};
-
-/// `grpc` (docs/grpc.md): a gRPC method called instead of a URL.
-struct grpc_call_config {
-  std::string target;  ///< "http://host:port" or "https://host:port" as written
-  std::string service; ///< "package.Service"
-  std::string method;  ///< "Method"
-  /// The request message in the proto3 JSON mapping, placeholders as written.
-  nlohmann::json message = nlohmann::json::object();
-  std::vector<message_placeholder> placeholders; ///< every string of `message` holding one
-  std::size_t max_messages = 0; ///< server streaming: cancel after this many; 0: not given
-  bool reflection = false;      ///< the target's descriptors are asked for by server reflection
-  /// "package.Service/Method", as the call's :path writes it after its "/".
-  std::string full_method() const { return service + "/" + method; }
-};
-
-/// `protos.reflection` (docs/grpc.md, "Server reflection"): the bounds of the asks made of the
-/// targets with `"reflection": true`.
-struct reflection_limits {
-  millis call_timeout{5000};             ///< one reflection call, connect to trailers
-  std::size_t max_bytes = 16 * 1024 * 1024; ///< one call's answer
-  std::size_t max_calls = 64;            ///< calls per ask (symbols, then the files imports name)
-  /// A method no descriptor names asks its target again at most this often, so that requests
-  /// naming made-up methods cannot turn the gateway into a load generator against the server.
-  millis pace{10000};
-  millis start_wait{5000}; ///< how long `gather serve` waits at start for the first answers
-};
-
-/// `protos` (docs/grpc.md): where the gRPC sections' message types come from.
-struct protos_config {
-  std::vector<std::string> descriptor_sets; ///< FileDescriptorSet files (protoc --descriptor_set_out)
-  std::vector<std::string> files;           ///< .proto files compiled at start, found under import_paths
-  std::vector<std::string> import_paths;    ///< empty: the working directory
-  reflection_limits reflection;
 };
 
 /// The descriptors `protos` names, compiled, and each gRPC section's plan over them
@@ -351,57 +275,6 @@ struct shared_config {
   std::string prefix = "gather:"; ///< every key the gateway writes starts with it
   millis timeout{20};        ///< a store operation not answered by then is a store error
   millis sync{50};           ///< 0: every limit decision asks the store; N: counts pushed every N ms
-};
-
-/// `upstreams` (docs/upstreams.md): a service of many instances, called by name.
-struct upstream_outlier_config {
-  int consecutive_failures = 5; ///< failures in a row that eject an endpoint
-  millis eject{30000};          ///< times the ejections in a row, at most 300 s
-  int max_ejected_percent = 50; ///< of the upstream's endpoints, rounded down (at least 1 above 0)
-};
-
-struct upstream_health_config {
-  std::string path;                        ///< GET over HTTP/1.1 (https with `tls`); or
-  std::optional<std::string> grpc_service; ///< grpc.health.v1.Health/Check ("" the whole server)
-  millis interval{5000};
-  millis timeout{1000};
-  int unhealthy = 3; ///< failed probes in a row that take an endpoint out
-  int healthy = 2;   ///< good probes in a row that bring it back
-};
-
-struct upstream_tls_config {
-  std::string ca_file;     ///< empty: the system's CAs
-  std::string cert_file;   ///< with key_file: mutual TLS
-  std::string key_file;
-  std::string server_name; ///< empty: the source's host name (SNI and the certificate check)
-};
-
-struct upstream_entry {
-  std::string host; ///< an IP literal (without brackets) or a name
-  int port = 0;
-  int weight = 1;   ///< 1..100
-};
-
-enum class balance_kind : std::uint8_t { least_request, round_robin };
-
-struct upstream_config {
-  std::string name;
-  enum class source_kind : std::uint8_t { endpoints, dns, srv } source = source_kind::endpoints;
-  std::vector<upstream_entry> endpoints; ///< source_kind::endpoints
-  std::string dns_name;                  ///< source_kind::dns
-  int dns_port = 0;
-  std::string srv_name;                  ///< source_kind::srv
-  millis refresh{5000};
-  /// The most endpoints one lookup's answer gives (the lowest addresses kept; a log line says so).
-  int max_endpoints = 1000;
-  balance_kind balance = balance_kind::least_request;
-  upstream_outlier_config outlier;
-  std::optional<upstream_health_config> health;
-  std::optional<upstream_tls_config> tls;
-  millis idle_timeout{60000};       ///< 0: never
-  millis max_connection_age{0};     ///< 0: no limit
-  /// Every endpoint is an IP literal of an `endpoints` list: no lookup is ever needed.
-  bool literal_only() const;
 };
 
 struct config {
