@@ -68,7 +68,7 @@ std::vector<std::uint16_t> smooth_schedule(const std::vector<std::uint32_t>& wei
 }
 
 endpoint_pick upstream_table::pick(const std::uint32_t* avoid, std::size_t avoid_count) {
-  const auto* set = live_.load(std::memory_order_acquire);
+  const auto set = live();
   if (!set || set->members.empty())
     return {nullptr, nowhere_};
   const auto now = steady_ns();
@@ -160,7 +160,7 @@ void upstream_table::eject(upstream_endpoint& endpoint, std::int64_t now_ns) {
     std::lock_guard<std::mutex> lock(mutex_);
     if (endpoint.ejected_until.load() > now_ns)
       return; // another loop's report ejected it first
-    const auto* set = live_.load(std::memory_order_acquire);
+    const auto set = live();
     if (!set)
       return;
     const auto& members = set->members;

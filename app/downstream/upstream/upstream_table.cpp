@@ -16,7 +16,6 @@ namespace gather {
 namespace {
 
 /// A replaced set is freed once this has passed: no pick (a few microseconds) still reads it.
-constexpr auto retire_grace = std::chrono::seconds{10};
 
 bool is_literal(const std::string& host) {
   boost::system::error_code ec;
@@ -134,7 +133,7 @@ bool upstream_table::configure(const upstream_config& cfg, std::string& error) {
       e->id = next_id_++;
       set->members.push_back(std::move(e));
     }
-    if (const auto* old = live_.load())
+    if (const auto old = live())
       for (const auto& e : old->members) {
         e->leaving = true;
         e->target->retired = true;
@@ -166,7 +165,7 @@ void upstream_table::take(const lookup_answer& answer) {
 void upstream_table::replace(const std::vector<found_endpoint>& found_now) {
   std::lock_guard<std::mutex> lock(mutex_);
   std::map<std::string, std::shared_ptr<upstream_endpoint>> old;
-  if (const auto* set = live_.load())
+  if (const auto set = live())
     for (const auto& e : set->members)
       old.emplace(e->text, e);
   auto set = std::make_shared<endpoint_set>();
@@ -202,14 +201,8 @@ void upstream_table::publish(std::shared_ptr<endpoint_set> next) {
   for (const auto& e : set.members)
     weights.push_back(e->weight.load());
   set.schedule = smooth_schedule(weights);
-  const auto now = std::chrono::steady_clock::now();
-  retired_.erase(std::remove_if(retired_.begin(), retired_.end(),
-                                [&](const auto& r) { return now - r.first >= retire_grace; }),
-                 retired_.end());
-  if (live_owner_)
-    retired_.emplace_back(now, std::move(live_owner_));
-  live_owner_ = std::move(next);
-  live_.store(live_owner_.get(), std::memory_order_release);
+  std::atomic_store_explicit(&live_, std::shared_ptr<const endpoint_set>(std::move(next)),
+                             std::memory_order_release);
   leaving_.erase(std::remove_if(leaving_.begin(), leaving_.end(),
                                 [](const auto& e) { return e->in_flight.load() <= 0; }),
                  leaving_.end());
@@ -233,7 +226,7 @@ void upstream_table::count_probe(const std::string& address, std::uint16_t port,
 std::vector<std::shared_ptr<upstream_endpoint>> upstream_table::endpoints() const {
   std::lock_guard<std::mutex> lock(mutex_);
   std::vector<std::shared_ptr<upstream_endpoint>> out;
-  if (const auto* set = live_.load())
+  if (const auto set = live())
     out = set->members;
   for (const auto& e : leaving_)
     if (e->in_flight.load() > 0)

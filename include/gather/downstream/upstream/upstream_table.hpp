@@ -4,10 +4,11 @@
 // event loop and every configuration generation that names the upstream; a reload that keeps the
 // upstream keeps the table (its endpoints' state and their connections).
 //
-// No lock on a call's path: the set of endpoints is an immutable snapshot read through an atomic
-// pointer (a new one is published when a lookup changes the set; an old one is freed once no pick
-// can still read it: 10 s after it was replaced), and each endpoint's state is atomics. Only an
-// ejection decision (a rare event: the max_ejected_percent count) takes the table's mutex.
+// No table lock on a call's path: the set of endpoints is an immutable snapshot that a pick loads
+// atomically as a shared_ptr (a new one is published when a lookup changes the set; the old one is
+// freed by whoever drops its last reference, a pick that still reads it included), and each
+// endpoint's state is atomics. Only an ejection decision (a rare event: the max_ejected_percent
+// count) takes the table's mutex.
 #pragma once
 
 #include <atomic>
@@ -145,10 +146,12 @@ private:
   log_sink log_;
   mutable std::mutex mutex_; ///< configure, take, eject, view: never a pick
   std::shared_ptr<const settings> settings_; ///< under mutex_; picks read `live_`
-  std::atomic<const endpoint_set*> live_{nullptr};
-  std::shared_ptr<const endpoint_set> live_owner_;
-  /// Replaced sets, kept until no pick can still be reading them.
-  std::vector<std::pair<std::chrono::steady_clock::time_point, std::shared_ptr<const endpoint_set>>> retired_;
+  /// The set in force: read and replaced only through std::atomic_load / atomic_store (C++17's
+  /// atomic operations on a shared_ptr), so a pick holds the set it reads.
+  std::shared_ptr<const endpoint_set> live_;
+  std::shared_ptr<const endpoint_set> live() const {
+    return std::atomic_load_explicit(&live_, std::memory_order_acquire);
+  }
   std::vector<std::shared_ptr<upstream_endpoint>> leaving_; ///< until their calls have ended
   std::shared_ptr<const call_target> nowhere_;
   std::atomic<std::uint64_t> rr_next_{0};
