@@ -204,7 +204,7 @@ TEST_CASE("health probe: a gRPC probe of an HTTP/1.1-only server is unhealthy", 
   CHECK(probe_once(server.base_url(), grpc_probe("", 1000ms)).result != probe_result::healthy);
 }
 
-TEST_CASE("health probe: HealthCheckRequest and HealthCheckResponse by hand", "[unit][upstream][health]") {
+TEST_CASE("health probe: HealthCheckRequest and HealthCheckResponse on the wire", "[unit][upstream][health]") {
   CHECK(gather::health_check_request("").empty());
   CHECK(gather::health_check_request("a.B") == std::string("\x0a\x03" "a.B"));
   CHECK(gather::health_check_status(std::string("\x08\x01", 2)) == 1);
@@ -215,6 +215,15 @@ TEST_CASE("health probe: HealthCheckRequest and HealthCheckResponse by hand", "[
   CHECK(gather::health_check_status(std::string("\x08", 1)) == -1);
   CHECK(gather::health_check_status(std::string("\x12\x09xy", 4)) == -1);
   CHECK(gather::health_check_status(std::string("\x0f", 1)) == -1);
+  // The last status wins (protobuf's rule for a repeated scalar); a status that is not a varint
+  // is no HealthCheckResponse; a group's end with no start, a field number 0: no message.
+  CHECK(gather::health_check_status(std::string("\x08\x02\x08\x01", 4)) == 1);
+  CHECK(gather::health_check_status(std::string("\x0a\x01x", 3)) == -1);
+  CHECK(gather::health_check_status(std::string("\x0c", 1)) == -1);
+  CHECK(gather::health_check_status(std::string("\x00\x01", 2)) == -1);
+  // A long service name's length takes two varint bytes.
+  const std::string name(200, 'a');
+  CHECK(gather::health_check_request(name) == std::string("\x0a\xc8\x01", 3) + name);
 }
 
 TEST_CASE("health streak: 3 failed in a row take an endpoint out, 2 good bring it back", "[unit][upstream][health]") {

@@ -4,6 +4,8 @@
 #include "gather/downstream/grpc/grpc_call.hpp"
 #include "gather/downstream/grpc/grpc_wire.hpp"
 
+#include <google/protobuf/unknown_field_set.h>
+
 namespace gather {
 
 namespace {
@@ -19,28 +21,6 @@ const char* serving_status_name(int status) {
   case 3: return "SERVICE_UNKNOWN";
   default: return "a status that names nothing";
   }
-}
-
-/// A protobuf varint at `at`; false past the end or over 10 bytes.
-bool read_varint(const std::string& bytes, std::size_t& at, std::uint64_t& value) {
-  value = 0;
-  for (int shift = 0; shift < 70; shift += 7) {
-    if (at >= bytes.size())
-      return false;
-    auto byte = static_cast<unsigned char>(bytes[at++]);
-    value |= std::uint64_t(byte & 0x7f) << shift;
-    if (!(byte & 0x80))
-      return true;
-  }
-  return false;
-}
-
-void write_varint(std::string& out, std::uint64_t value) {
-  while (value >= 0x80) {
-    out.push_back(static_cast<char>((value & 0x7f) | 0x80));
-    value >>= 7;
-  }
-  out.push_back(static_cast<char>(value));
 }
 
 probe_outcome of_transfer(const transfer_result& r) {
@@ -85,41 +65,30 @@ const char* probe_result_name(probe_result result) {
   return "unhealthy";
 }
 
+// grpc.health.v1's two messages are one field each: HealthCheckRequest { string service = 1; },
+// HealthCheckResponse { ServingStatus status = 1; }. libprotobuf writes and reads them as unknown
+// fields (its own wire format code, with its bounds), so the probe needs no generated classes.
 std::string health_check_request(const std::string& service) {
-  std::string message;
-  if (service.empty())
-    return message; // proto3: an empty string is not written
-  message.push_back(0x0a); // field 1, length-delimited
-  write_varint(message, service.size());
-  message += service;
-  return message;
+  google::protobuf::UnknownFieldSet message;
+  if (!service.empty()) // proto3: an empty string is not written
+    message.AddLengthDelimited(1, service);
+  std::string bytes;
+  message.SerializeToString(&bytes);
+  return bytes;
 }
 
 int health_check_status(const std::string& response) {
+  google::protobuf::UnknownFieldSet message;
+  if (!message.ParseFromString(response))
+    return -1;
   int status = 0; // proto3: absent is the default, UNKNOWN
-  std::size_t at = 0;
-  while (at < response.size()) {
-    std::uint64_t tag = 0, value = 0;
-    if (!read_varint(response, at, tag))
+  for (int i = 0; i < message.field_count(); ++i) {
+    const auto& field = message.field(i);
+    if (field.number() != 1)
+      continue; // a field a later version added
+    if (field.type() != google::protobuf::UnknownField::TYPE_VARINT)
       return -1;
-    switch (tag & 7) {
-    case 0: // varint
-      if (!read_varint(response, at, value))
-        return -1;
-      if ((tag >> 3) == 1)
-        status = static_cast<int>(value & 0x7fffffff);
-      break;
-    case 1: at += 8; break;
-    case 5: at += 4; break;
-    case 2:
-      if (!read_varint(response, at, value) || value > response.size() - at)
-        return -1;
-      at += value;
-      break;
-    default: return -1;
-    }
-    if (at > response.size() || (tag >> 3) == 0)
-      return -1;
+    status = static_cast<int>(field.varint() & 0x7fffffff); // the last one wins, as protobuf's
   }
   return status;
 }
