@@ -1,5 +1,5 @@
 // A grpc++ server with Debian's own server reflection (libgrpc++_reflection 1.51: it speaks only
-// grpc.reflection.v1alpha), for tests/downstream/grpc_reflection_test.cpp: the reference
+// grpc.reflection.v1alpha), for tests/downstream/grpc/grpc_reflection_test.cpp: the reference
 // implementation the gateway's reflection client must understand. linkd.v3.Library from the
 // tests' library.proto, compiled by protoc and grpc_cpp_plugin (the only generated code in the
 // build); GetBook answers a book titled "grpc++", the other methods UNIMPLEMENTED.

@@ -1,4 +1,4 @@
-// tests/downstream/h2_server.py (python3-h2) in its own process: the HTTP/2 downstream of the
+// tests/downstream/h2/h2_server.py (python3-h2) in its own process: the HTTP/2 downstream of the
 // client's tests, well-behaved and hostile (its top says what each path gets).
 #pragma once
 
@@ -12,7 +12,7 @@
 
 namespace gather::test {
 
-inline const std::string h2_server_script = GATHER_SOURCE_DIR "/tests/downstream/h2_server.py";
+inline const std::string h2_server_script = GATHER_SOURCE_DIR "/tests/downstream/h2/h2_server.py";
 
 /// h2_server.py in its own process, listening on 127.0.0.1.
 struct h2_downstream_server {

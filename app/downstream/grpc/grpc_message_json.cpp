@@ -5,7 +5,7 @@
 // that was then parsed again (bench/callgrind_table.sh: 64% of the book page's instructions).
 // What this writer does not know (google.protobuf.Any, FieldMask, a Value with no kind, a time
 // out of RFC 3339's range) answers nullopt, and the caller takes protobuf's printer instead: the
-// two agree on everything else (tests/downstream/grpc_json_test.cpp compares them).
+// two agree on everything else (tests/downstream/grpc/grpc_json_test.cpp compares them).
 #include "gather/downstream/grpc/grpc_message_json.hpp"
 
 #include <cerrno>

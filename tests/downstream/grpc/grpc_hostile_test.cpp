@@ -29,7 +29,7 @@ public:
 
 private:
   static std::vector<std::string> with_script(std::vector<std::string> args) {
-    args.insert(args.begin(), std::string(GATHER_SOURCE_DIR) + "/tests/downstream/h2_server.py");
+    args.insert(args.begin(), std::string(GATHER_SOURCE_DIR) + "/tests/downstream/h2/h2_server.py");
     return args;
   }
   gather::test::child_process process_;
