@@ -79,8 +79,8 @@ std::unique_ptr<section_call> make_section_call(const section_config& section, s
   return made;
 }
 
-section_call_request call_request_of(const section_call& call, millis left, steady_time now) {
-  section_call_request request;
+call_description call_request_of(const section_call& call, millis left, steady_time now) {
+  call_description request;
   const auto& work = call.work;
   request.url = work.url;
   request.timeout = left;
