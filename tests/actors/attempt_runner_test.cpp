@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -208,74 +209,74 @@ std::unique_ptr<test::test_server> runner_flaky_server(int failures, std::shared
   return srv;
 }
 
+/// What a run against runner_flaky_server(failures) with `policy` ended with, `tweak` setting the
+/// rest of the run, and how many calls the server saw.
+struct flaky_result {
+  run_report report;
+  int server_calls = 0;
+};
+
+flaky_result run_flaky(int failures, retry_policy policy,
+                       const std::function<void(runner_setup&)>& tweak = {}) {
+  auto seen = std::make_shared<std::atomic<int>>(0);
+  auto srv = runner_flaky_server(failures, seen);
+  runner_rig rig;
+  auto s = rig.setup(srv->base_url() + "/x");
+  s->policy = policy;
+  if (tweak)
+    tweak(*s);
+  flaky_result out;
+  out.report = rig.run(s);
+  out.server_calls = srv->calls();
+  return out;
+}
+
 } // namespace
 
 TEST_CASE("attempt runner: a retryable failure is retried after its backoff, counted, then ok", "[actors][retry]") {
-  auto seen = std::make_shared<std::atomic<int>>(0);
-  auto srv = runner_flaky_server(1, seen);
-  runner_rig rig;
-  auto s = rig.setup(srv->base_url() + "/x");
-  s->policy = retry_policy{3, millis{20}, 2.0};
-  const auto r = rig.run(s);
+  const auto [r, server_calls] = run_flaky(1, retry_policy{3, millis{20}, 2.0});
   CHECK(r.outcome.status == section_status::ok);
   CHECK(r.outcome.data == R"({"ok":true})");
   CHECK(r.calls == 2);
   CHECK(r.steps == "later,retry"); // the backoff came as (retry_atom, key)
-  CHECK(srv->calls() == 2);
+  CHECK(server_calls == 2);
 }
 
 TEST_CASE("attempt runner: with no backoff the next attempt starts at once", "[actors][retry]") {
-  auto seen = std::make_shared<std::atomic<int>>(0);
-  auto srv = runner_flaky_server(2, seen);
-  runner_rig rig;
-  auto s = rig.setup(srv->base_url() + "/x");
-  s->policy = retry_policy{3, millis{0}, 2.0};
-  const auto r = rig.run(s);
+  const auto [r, server_calls] = run_flaky(2, retry_policy{3, millis{0}, 2.0});
   CHECK(r.outcome.status == section_status::ok);
   CHECK(r.calls == 3);
   CHECK(r.steps == "now,now");
+  CHECK(server_calls == 3);
 }
 
 TEST_CASE("attempt runner: the attempts of the policy are all it makes", "[actors][retry]") {
-  auto seen = std::make_shared<std::atomic<int>>(0);
-  auto srv = runner_flaky_server(100, seen);
-  runner_rig rig;
-  auto s = rig.setup(srv->base_url() + "/x");
-  s->policy = retry_policy{2, millis{0}, 2.0};
-  const auto r = rig.run(s);
+  const auto [r, server_calls] = run_flaky(100, retry_policy{2, millis{0}, 2.0});
   CHECK(r.outcome.status == section_status::error);
   CHECK(r.outcome.last_http == 503);
   CHECK(r.calls == 2);
-  CHECK(srv->calls() == 2);
+  CHECK(server_calls == 2);
   CHECK(r.outcome.not_made == not_made_reason::none);
 }
 
 TEST_CASE("attempt runner: a spent retry budget makes no retry and says so", "[actors][retry]") {
-  auto seen = std::make_shared<std::atomic<int>>(0);
-  auto srv = runner_flaky_server(100, seen);
-  runner_rig rig;
   retry_budget budget{retry_budget_policy{0.0, 0.0}}; // no room for any extra call
-  auto s = rig.setup(srv->base_url() + "/x");
-  s->policy = retry_policy{3, millis{0}, 2.0};
-  s->budget = &budget;
-  const auto r = rig.run(s);
+  const auto [r, server_calls] = run_flaky(100, retry_policy{3, millis{0}, 2.0},
+                                           [&](runner_setup& s) { s.budget = &budget; });
   CHECK(r.outcome.status == section_status::error);
   CHECK(r.calls == 1);
-  CHECK(srv->calls() == 1);
+  CHECK(server_calls == 1);
   CHECK(r.outcome.not_made == not_made_reason::retry_budget);
   CHECK(r.outcome.detail.find("no retry: the retry budget of its host is spent") != std::string::npos);
 }
 
 TEST_CASE("attempt runner: a retry that could not end before the deadline is not made", "[actors][retry]") {
-  auto seen = std::make_shared<std::atomic<int>>(0);
-  auto srv = runner_flaky_server(100, seen);
-  runner_rig rig;
-  auto s = rig.setup(srv->base_url() + "/x");
-  s->policy = retry_policy{3, millis{0}, 2.0};
-  s->timeout = millis{2000};
-  s->deadline_in = millis{1500}; // a retry's whole timeout would pass it
-  const auto r = rig.run(s);
+  const auto [r, server_calls] = run_flaky(100, retry_policy{3, millis{0}, 2.0}, [](runner_setup& s) {
+    s.timeout = millis{2000};
+    s.deadline_in = millis{1500}; // a retry's whole timeout would pass it
+  });
   CHECK(r.calls == 1);
+  CHECK(server_calls == 1);
   CHECK(r.outcome.not_made == not_made_reason::none);
   CHECK(r.outcome.detail.find("no retry: it would not finish before the deadline") != std::string::npos);
 }
@@ -303,15 +304,13 @@ TEST_CASE("attempt runner: a call unanswered after the hedge delay gets a hedge,
 }
 
 TEST_CASE("attempt runner: a call that answers before the hedge delay makes no hedge", "[actors][hedge]") {
-  auto seen = std::make_shared<std::atomic<int>>(0);
-  auto srv = runner_flaky_server(0, seen);
-  runner_rig rig;
-  auto s = rig.setup(srv->base_url() + "/x");
-  s->hedge_after = std::chrono::milliseconds{2000};
-  const auto r = rig.run(s);
+  const auto [r, server_calls] = run_flaky(0, retry_policy{}, [](runner_setup& s) {
+    s.hedge_after = std::chrono::milliseconds{2000};
+  });
   CHECK(r.outcome.status == section_status::ok);
   CHECK(r.steps.empty());
   CHECK(r.calls == 1);
+  CHECK(server_calls == 1);
   CHECK_FALSE(r.hedge_won);
 }
 
