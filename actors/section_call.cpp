@@ -1,3 +1,6 @@
+// A section's call resolved for one request (section_call), and each of its calls' one
+// description for the call face (call_request_of: a call_description, its deadline header written
+// on the stack).
 #include <algorithm>
 #include <array>
 #include <charconv>

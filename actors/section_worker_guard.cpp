@@ -82,7 +82,8 @@ void circuit_record(worker_ptr self, bool failed) {
   }
 }
 
-/// A retry or a hedge asks the host's budget; false (counted) when it has no room.
+/// A hedge asks the host's budget; false (counted) when it has no room. (A retry asks it through
+/// the attempt runner's after_failure, and retry_or_finish counts a refusal.)
 bool budget_allows_extra(worker_ptr self) {
   auto& st = self->state;
   if (!st.call.guard || st.call.guard->budget.try_extra(clock::now()))
