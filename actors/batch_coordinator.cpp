@@ -136,10 +136,9 @@ void start_attempt(batch_ptr self, std::size_t c) {
   call.grpc = grpc;
   call.upstream = serving.batch_upstream(st.job->route_index);
   call.deadline_header = serving.deadline_header();
-  call.header_lines = header_block(
-      st.headers, serving.deadline_header().empty() || grpc // gRPC says it in grpc-timeout
-                      ? std::string{}
-                      : deadline_header_line(serving.deadline_header(), batch.timeout, st.deadline - now));
+  static const std::string none;
+  call.header_lines = call_header_lines(st.headers, grpc ? none : serving.deadline_header(), // gRPC: grpc-timeout
+                                        batch.timeout, st.deadline - now);
   static const std::string span_name = "batch";
   runner.launch(std::move(call), call_labels{&services.spans, &span_name, nullptr},
                 call_return{caf::actor_cast<caf::actor>(self), st.answered, &services.stats, c},

@@ -103,28 +103,28 @@ call_description call_request_of(const section_call& call, millis left, steady_t
       request.method = work.method;
     request.body = work.body;
   }
+  static const std::string none; // gRPC says it in grpc-timeout
+  request.header_lines = call_header_lines(work.headers, call.grpc ? none : work.deadline_header, left,
+                                           call.deadline - now);
+  return request;
+}
+
+std::string call_header_lines(const std::vector<std::string>& headers, const std::string& deadline_header,
+                              millis call_timeout, std::chrono::nanoseconds left) {
   // The deadline line is written on the stack (a header name is short; a longer one spills to
   // the heap): every call's line was a string allocated only to be copied into the block.
   std::string_view deadline_line;
   std::array<char, 128> on_stack;
   std::string spilled;
-  if (!work.deadline_header.empty() && !call.grpc) { // gRPC says it in grpc-timeout
+  if (!deadline_header.empty()) {
     char* out = on_stack.data();
-    if (work.deadline_header.size() + deadline_line_extra > on_stack.size()) {
-      spilled.resize(work.deadline_header.size() + deadline_line_extra);
+    if (deadline_header.size() + deadline_line_extra > on_stack.size()) {
+      spilled.resize(deadline_header.size() + deadline_line_extra);
       out = spilled.data();
     }
-    deadline_line = {out, write_deadline_line(out, work.deadline_header, left, call.deadline - now)};
+    deadline_line = {out, write_deadline_line(out, deadline_header, call_timeout, left)};
   }
-  request.header_lines = header_block(work.headers, deadline_line);
-  return request;
-}
-
-std::string deadline_header_line(const std::string& name, millis call_timeout,
-                                 std::chrono::nanoseconds left) {
-  std::string line(name.size() + deadline_line_extra, '\0');
-  line.resize(write_deadline_line(line.data(), name, call_timeout, left));
-  return line;
+  return header_block(headers, deadline_line);
 }
 
 } // namespace gather

@@ -72,10 +72,12 @@ std::unique_ptr<section_call> make_section_call(const section_config& section, s
 /// face (call_face.hpp) starts, its headers with the deadline header (gRPC: grpc-timeout instead).
 call_description call_request_of(const section_call& call, millis left, steady_time now);
 
-/// "Name: N": the deadline header of a call that may take `call_timeout` with `left` until the
-/// request's deadline: the smaller of the two in whole milliseconds, at least 1.
-std::string deadline_header_line(const std::string& name, millis call_timeout,
-                                 std::chrono::nanoseconds left);
+/// A call's header lines (header_block): `headers`, then, unless `deadline_header` is empty, its
+/// deadline line "Name: N" for a call that may take `call_timeout` with `left` until the
+/// request's deadline (the smaller of the two in whole milliseconds, at least 1). Sections and
+/// batch calls alike.
+std::string call_header_lines(const std::vector<std::string>& headers, const std::string& deadline_header,
+                              millis call_timeout, std::chrono::nanoseconds left);
 
 struct section_worker_state {
   const process_services* services = nullptr; ///< set when spawned, never null afterwards
