@@ -181,7 +181,8 @@ public:
   /// The session holds the stream: its HEADERS left and it is not closed.
   bool has_stream(std::int32_t stream) const;
 
-  /// The peer's MAX_CONCURRENT_STREAMS (until its SETTINGS come: unlimited, RFC 9113 6.5.2).
+  /// The peer's MAX_CONCURRENT_STREAMS (until its SETTINGS come: 100, the fewest RFC 9113 5.1.2
+  /// recommends, as nghttp2 assumes).
   std::uint32_t peer_max_concurrent_streams() const;
   bool wants_read() const;
   bool wants_write() const;
