@@ -58,6 +58,15 @@ private:
   std::size_t count_;
 };
 
+/// The stream is open (or half closed) in the session: neither closed nor idle.
+bool is_open(nghttp2_session* session, std::int32_t stream) {
+  auto* s = nghttp2_session_find_stream(session, stream);
+  if (s == nullptr || stream == 0)
+    return false;
+  const auto state = nghttp2_stream_get_state(s);
+  return state != NGHTTP2_STREAM_STATE_CLOSED && state != NGHTTP2_STREAM_STATE_IDLE;
+}
+
 static_assert(static_cast<int>(h2_frame::continuation) == NGHTTP2_CONTINUATION);
 static_assert(static_cast<int>(h2_frame::goaway) == NGHTTP2_GOAWAY);
 
@@ -117,8 +126,9 @@ struct h2_codec_callbacks {
         if (ends)
           c.events_.data_end(stream, data_of(session, stream));
         break;
-      case NGHTTP2_RST_STREAM:
-        c.events_.reset(stream, data_of(session, stream), frame->rst_stream.error_code);
+      case NGHTTP2_RST_STREAM: // (one for a stream already closed is nothing to its user)
+        if (is_open(session, stream))
+          c.events_.reset(stream, data_of(session, stream), frame->rst_stream.error_code);
         break;
       case NGHTTP2_SETTINGS:
         if (!ack)
@@ -338,7 +348,7 @@ void* h2_codec::data_of(std::int32_t stream) const {
 }
 
 bool h2_codec::has_stream(std::int32_t stream) const {
-  return nghttp2_session_find_stream(session_, stream) != nullptr;
+  return is_open(session_, stream);
 }
 
 std::uint32_t h2_codec::peer_max_concurrent_streams() const {

@@ -103,7 +103,7 @@ public:
   virtual void data(std::int32_t /*stream*/, void* /*data*/, std::string_view /*bytes*/) {}
   /// DATA with END_STREAM: the peer's side ended after a body.
   virtual void data_end(std::int32_t /*stream*/, void* /*data*/) {}
-  /// The peer reset the stream (stream_closed follows).
+  /// The peer reset an open stream (stream_closed follows).
   virtual void reset(std::int32_t /*stream*/, void* /*data*/, std::uint32_t /*code*/) {}
   /// The stream is closed: both sides ended (code 0), or a reset by either side, or the stream was
   /// above a GOAWAY's last stream id (REFUSED_STREAM). Its data is the caller's to free now.
@@ -178,7 +178,7 @@ public:
   void attach(std::int32_t stream, void* data);
   void detach(std::int32_t stream) { attach(stream, nullptr); }
   void* data_of(std::int32_t stream) const;
-  /// The session holds the stream: its HEADERS left and it is not closed.
+  /// The stream is open in the session: its HEADERS left (or came) and it is not closed.
   bool has_stream(std::int32_t stream) const;
 
   /// The peer's MAX_CONCURRENT_STREAMS (until its SETTINGS come: 100, the fewest RFC 9113 5.1.2
