@@ -29,53 +29,55 @@ bool token_bucket::take(clock::time_point now) {
 
 // ---- the codec's events -------------------------------------------------------------------------
 
-void h2_session::headers_begin(std::int32_t stream, void*, http2::h2_block kind) {
-  header_bytes_ = 0;
-  header_list_refused_ = false;
-  if (kind == http2::h2_block::request && abuse_ == h2_abuse::none)
-    events_.stream_opened(stream);
+void* h2_session::stream_opened(std::int32_t stream) {
+  return abuse_ == h2_abuse::none ? events_.stream_opened(stream) : nullptr;
 }
 
-void h2_session::header(std::int32_t stream, void*, http2::h2_block kind, std::string_view name,
+void h2_session::headers_begin(std::int32_t, void*, http2::h2_block) {
+  header_bytes_ = 0;
+  header_list_refused_ = false;
+}
+
+void h2_session::header(std::int32_t stream, void* record, http2::h2_block kind, std::string_view name,
                         std::string_view value) {
   if (kind != http2::h2_block::request || abuse_ != h2_abuse::none || header_list_refused_)
     return; // trailers are read and dropped (their size is bounded by the same checks)
   header_bytes_ += name.size() + value.size() + field_overhead;
   if (header_bytes_ > limits_.max_header_list_bytes) {
     header_list_refused_ = true;
-    events_.header_list_too_large(stream);
+    events_.header_list_too_large(stream, record);
     return;
   }
-  events_.header(stream, name, value);
+  events_.header(stream, record, name, value);
 }
 
-void h2_session::headers_end(std::int32_t stream, void*, http2::h2_block kind, bool ends_stream) {
+void h2_session::headers_end(std::int32_t stream, void* record, http2::h2_block kind, bool ends_stream) {
   if (abuse_ != h2_abuse::none)
     return;
   if (kind == http2::h2_block::request)
-    events_.head_done(stream, ends_stream);
+    events_.head_done(stream, record, ends_stream);
   else if (ends_stream)
-    events_.body_done(stream); // trailers end the request
+    events_.body_done(stream, record); // trailers end the request
 }
 
-void h2_session::data(std::int32_t stream, void*, std::string_view bytes) {
+void h2_session::data(std::int32_t stream, void* record, std::string_view bytes) {
   if (abuse_ == h2_abuse::none)
-    events_.body(stream, bytes);
+    events_.body(stream, record, bytes);
 }
 
-void h2_session::data_end(std::int32_t stream, void*) {
+void h2_session::data_end(std::int32_t stream, void* record) {
   if (abuse_ == h2_abuse::none)
-    events_.body_done(stream);
+    events_.body_done(stream, record);
 }
 
-void h2_session::stream_closed(std::int32_t stream, void*, std::uint32_t code) {
-  events_.stream_closed(stream, code);
+void h2_session::stream_closed(std::int32_t stream, void* record, std::uint32_t code) {
+  events_.stream_closed(stream, record, code);
 }
 
-long h2_session::body_bytes(std::int32_t stream, void*, std::uint8_t* out, std::size_t room,
+long h2_session::body_bytes(std::int32_t stream, void* record, std::uint8_t* out, std::size_t room,
                             http2::h2_body_end& end) {
   bool last = false;
-  const long n = events_.answer_bytes(stream, out, room, last);
+  const long n = events_.answer_bytes(stream, record, out, room, last);
   if (n < 0)
     return http2::h2_defer;
   end = last ? http2::h2_body_end::last : http2::h2_body_end::more;

@@ -23,26 +23,29 @@
 namespace gather {
 
 
-/// What the session tells its connection. Every call happens inside receive() or produce().
+/// What the session tells its connection. Every call happens inside receive() or produce(). A
+/// stream's record (what stream_opened returned) rides on the codec's stream data and comes back
+/// with each later event of the stream: no lookup by id.
 class h2_events {
 public:
   virtual ~h2_events() = default;
-  /// A request's HEADERS began on a new stream.
-  virtual void stream_opened(std::int32_t stream) = 0;
+  /// A request's HEADERS began on a new stream; the result is the stream's record.
+  virtual void* stream_opened(std::int32_t stream) = 0;
   /// One request header; pseudo-headers keep their ':'. Fields past max_header_list_bytes are
   /// not passed on: `header_list_too_large` is called once instead.
-  virtual void header(std::int32_t stream, std::string_view name, std::string_view value) = 0;
-  virtual void header_list_too_large(std::int32_t stream) = 0;
+  virtual void header(std::int32_t stream, void* record, std::string_view name, std::string_view value) = 0;
+  virtual void header_list_too_large(std::int32_t stream, void* record) = 0;
   /// The request's head is complete; `ends_stream`: no body follows.
-  virtual void head_done(std::int32_t stream, bool ends_stream) = 0;
-  virtual void body(std::int32_t stream, std::string_view bytes) = 0;
+  virtual void head_done(std::int32_t stream, void* record, bool ends_stream) = 0;
+  virtual void body(std::int32_t stream, void* record, std::string_view bytes) = 0;
   /// The client's side of the stream ended (END_STREAM after a body or trailers).
-  virtual void body_done(std::int32_t stream) = 0;
-  /// The stream is closed (answered, or reset by either side: `error_code` non-zero).
-  virtual void stream_closed(std::int32_t stream, std::uint32_t error_code) = 0;
+  virtual void body_done(std::int32_t stream, void* record) = 0;
+  /// The stream is closed (answered, or reset by either side: `error_code` non-zero); its record
+  /// is never handed back again.
+  virtual void stream_closed(std::int32_t stream, void* record, std::uint32_t error_code) = 0;
   /// Copies up to `room` bytes of the stream's answer body into `out`. Returns the bytes copied,
   /// and sets `last` when the body ends with them; -1: nothing yet (the stream waits, resume()).
-  virtual long answer_bytes(std::int32_t stream, std::uint8_t* out, std::size_t room, bool& last) = 0;
+  virtual long answer_bytes(std::int32_t stream, void* record, std::uint8_t* out, std::size_t room, bool& last) = 0;
 };
 
 /// A token bucket: `burst` tokens at first and at most, `rate` more each second.
@@ -91,14 +94,15 @@ public:
 
 private:
   // ---- the codec's events, under Gather's bounds -------------------------------------------------
+  void* stream_opened(std::int32_t stream) override;
   void headers_begin(std::int32_t stream, void*, http2::h2_block kind) override;
-  void header(std::int32_t stream, void*, http2::h2_block kind, std::string_view name,
+  void header(std::int32_t stream, void* record, http2::h2_block kind, std::string_view name,
               std::string_view value) override;
-  void headers_end(std::int32_t stream, void*, http2::h2_block kind, bool ends_stream) override;
-  void data(std::int32_t stream, void*, std::string_view bytes) override;
-  void data_end(std::int32_t stream, void*) override;
-  void stream_closed(std::int32_t stream, void*, std::uint32_t code) override;
-  long body_bytes(std::int32_t stream, void*, std::uint8_t* out, std::size_t room,
+  void headers_end(std::int32_t stream, void* record, http2::h2_block kind, bool ends_stream) override;
+  void data(std::int32_t stream, void* record, std::string_view bytes) override;
+  void data_end(std::int32_t stream, void* record) override;
+  void stream_closed(std::int32_t stream, void* record, std::uint32_t code) override;
+  long body_bytes(std::int32_t stream, void* record, std::uint8_t* out, std::size_t room,
                   http2::h2_body_end& end) override;
   void frame_received(http2::h2_frame type, std::int32_t stream, bool ack) override;
 
