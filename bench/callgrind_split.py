@@ -30,7 +30,7 @@ STAGE_OF_LIBRARY = {
     "gather_ops_endpoints": "ops (log, metrics)", "gather_tracing": "tracing", "gather_shared": "shared",
     "gather_config": "config", "gather_values": "values", "gather_runtime": "runtime",
     "gather_resilience": "resilience", "gather_cluster": "cluster", "gather_gateway": "gateway",
-    "gather_node": "cluster", "gather_demo": "demo",
+    "gather_node": "cluster", "gather_demo": "demo", "gather_http2": "http2 codec",
 }
 
 LIBRARY_RULES = [

@@ -39,22 +39,34 @@ struct stream_seen {
 
 struct recorder final : gather::h2_events {
   std::map<std::int32_t, stream_seen> streams;
-  void stream_opened(std::int32_t id) override { streams[id].opened = true; }
-  void header(std::int32_t id, std::string_view name, std::string_view value) override {
-    streams[id].headers.emplace_back(name, value);
+  /// Every event carries the record its stream_opened returned (the stream's data in the codec).
+  stream_seen& of(std::int32_t id, void* record) {
+    FUZZ_CHECK(record == &streams[id]);
+    return streams[id];
   }
-  void header_list_too_large(std::int32_t id) override { streams[id].too_large = true; }
-  void head_done(std::int32_t id, bool ends_stream) override {
-    streams[id].head_done = true;
-    streams[id].ends_stream = ends_stream;
+  void* stream_opened(std::int32_t id) override {
+    streams[id].opened = true;
+    return &streams[id];
   }
-  void body(std::int32_t id, std::string_view bytes) override { streams[id].body.append(bytes); }
-  void body_done(std::int32_t id) override { streams[id].body_done = true; }
-  void stream_closed(std::int32_t id, std::uint32_t code) override {
-    streams[id].closed = true;
-    streams[id].close_code = code;
+  void header(std::int32_t id, void* record, std::string_view name, std::string_view value) override {
+    of(id, record).headers.emplace_back(name, value);
   }
-  long answer_bytes(std::int32_t, std::uint8_t*, std::size_t, bool&) override { return -1; }
+  void header_list_too_large(std::int32_t id, void* record) override { of(id, record).too_large = true; }
+  void head_done(std::int32_t id, void* record, bool ends_stream) override {
+    auto& s = of(id, record);
+    s.head_done = true;
+    s.ends_stream = ends_stream;
+  }
+  void body(std::int32_t id, void* record, std::string_view bytes) override { of(id, record).body.append(bytes); }
+  void body_done(std::int32_t id, void* record) override { of(id, record).body_done = true; }
+  void stream_closed(std::int32_t id, void* record, std::uint32_t code) override {
+    if (!record) // a stream the session opened after its end was decided: no record
+      return;
+    auto& s = of(id, record);
+    s.closed = true;
+    s.close_code = code;
+  }
+  long answer_bytes(std::int32_t, void*, std::uint8_t*, std::size_t, bool&) override { return -1; }
 };
 
 struct seen {

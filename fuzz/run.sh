@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # Runs one libFuzzer target for SECONDS on its corpus: fuzz/run.sh TARGET SECONDS [libFuzzer args]
-# TARGET: config | url | answer | batch_body | request | h2 | response | url_split |
+# TARGET: config | url | answer | batch_body | request | h2 | h2_client | response | url_split |
 # jwt | rate_key | grpc | proxy | write_body. Builds build-fuzz
 # with clang if needed. New inputs go to build-fuzz/corpus/TARGET (the checked-in seeds in fuzz/corpus/TARGET are only read); crashes
 # go to build-fuzz/artifacts/TARGET/. Exits non-zero when the fuzzer found a crash.
 set -euo pipefail
 if [[ $# -lt 2 ]]; then
-  echo "usage: $0 config|url|answer|batch_body|request|h2|response|url_split|jwt|rate_key|grpc|proxy|write_body SECONDS [libFuzzer args...]" >&2
+  echo "usage: $0 config|url|answer|batch_body|request|h2|h2_client|response|url_split|jwt|rate_key|grpc|proxy|write_body SECONDS [libFuzzer args...]" >&2
   exit 64
 fi
 target=$1 seconds=$2

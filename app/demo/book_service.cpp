@@ -12,7 +12,9 @@
 #include <thread>
 
 #include <boost/asio.hpp>
-#include <nghttp2/nghttp2.h>
+
+#include "gather/http2/h2_codec.hpp"
+#include "gather/values/h2_codes.hpp"
 
 namespace gather {
 
@@ -24,35 +26,16 @@ using namespace demo_wire;
 
 constexpr int grpc_ok = 0, grpc_invalid_argument = 3, grpc_not_found = 5, grpc_unimplemented = 12;
 constexpr std::size_t max_request_bytes = 64 * 1024;
+constexpr std::size_t write_batch = 64 * 1024;
 
-nghttp2_nv field(std::string_view name, std::string_view value) {
-  return {reinterpret_cast<std::uint8_t*>(const_cast<char*>(name.data())),
-          reinterpret_cast<std::uint8_t*>(const_cast<char*>(value.data())), name.size(), value.size(),
-          NGHTTP2_NV_FLAG_NONE};
-}
-
-/// One HTTP/2 connection: its nghttp2 session fed from the socket, its calls, their timers.
-class connection : public std::enable_shared_from_this<connection> {
+/// One HTTP/2 connection: its server codec (gather/http2/h2_codec.hpp) fed from the socket, its
+/// calls (each its stream's data), their timers.
+class connection : public std::enable_shared_from_this<connection>, private http2::h2_codec_events {
 public:
   connection(tcp::socket socket, demo_book_pace pace, demo_cart& cart)
-    : socket_(std::move(socket)), pace_(pace), cart_(cart) {}
-  ~connection() {
-    if (session_)
-      nghttp2_session_del(session_);
-  }
+    : socket_(std::move(socket)), pace_(pace), cart_(cart), codec_(http2::h2_role::server, settings(), events()) {}
 
   void start() {
-    nghttp2_session_callbacks* cbs = nullptr;
-    nghttp2_session_callbacks_new(&cbs);
-    nghttp2_session_callbacks_set_on_begin_headers_callback(cbs, &connection::on_begin_headers);
-    nghttp2_session_callbacks_set_on_header_callback(cbs, &connection::on_header);
-    nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cbs, &connection::on_data_chunk);
-    nghttp2_session_callbacks_set_on_frame_recv_callback(cbs, &connection::on_frame);
-    nghttp2_session_callbacks_set_on_stream_close_callback(cbs, &connection::on_stream_close);
-    nghttp2_session_server_new(&session_, cbs, this);
-    nghttp2_session_callbacks_del(cbs);
-    const nghttp2_settings_entry settings[] = {{NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, 100}};
-    nghttp2_submit_settings(session_, NGHTTP2_FLAG_NONE, settings, 1);
     flush();
     read();
   }
@@ -60,71 +43,67 @@ public:
 private:
   struct call {
     std::string path, body;
-    std::string pending;    ///< framed messages not yet taken by the session
+    std::string pending;    ///< framed messages not yet taken by the codec
     bool finishing = false; ///< trailers follow once `pending` is sent
     int sent = 0;
     std::unique_ptr<asio::steady_timer> timer;
   };
 
-  static connection& self(void* user) { return *static_cast<connection*>(user); }
+  static http2::h2_settings settings() {
+    http2::h2_settings s;
+    s.max_concurrent_streams = 100;
+    return s;
+  }
+  http2::h2_codec_events& events() { return *this; }
   call* find(std::int32_t id) {
     auto it = calls_.find(id);
     return it == calls_.end() ? nullptr : &it->second;
   }
 
-  static int on_begin_headers(nghttp2_session*, const nghttp2_frame* frame, void* user) {
-    if (frame->hd.type == NGHTTP2_HEADERS && frame->headers.cat == NGHTTP2_HCAT_REQUEST)
-      self(user).calls_[frame->hd.stream_id];
-    return 0;
+  // ---- the codec's events ------------------------------------------------------------------------
+  void* stream_opened(std::int32_t id) override { return &calls_[id]; }
+  void header(std::int32_t, void* data, http2::h2_block kind, std::string_view name, std::string_view value) override {
+    if (data && kind == http2::h2_block::request && name == ":path")
+      static_cast<call*>(data)->path = value;
   }
-  static int on_header(nghttp2_session*, const nghttp2_frame* frame, const std::uint8_t* name,
-                       std::size_t namelen, const std::uint8_t* value, std::size_t valuelen,
-                       std::uint8_t, void* user) {
-    auto* c = self(user).find(frame->hd.stream_id);
-    if (c && std::string_view(reinterpret_cast<const char*>(name), namelen) == ":path")
-      c->path.assign(reinterpret_cast<const char*>(value), valuelen);
-    return 0;
+  void data(std::int32_t id, void* data, std::string_view bytes) override {
+    auto* c = static_cast<call*>(data);
+    if (!c)
+      return;
+    if (c->body.size() + bytes.size() > max_request_bytes)
+      return codec_.reset(id, h2_code::refused_stream);
+    c->body.append(bytes);
   }
-  static int on_data_chunk(nghttp2_session* session, std::uint8_t, std::int32_t id,
-                           const std::uint8_t* data, std::size_t len, void* user) {
-    auto* c = self(user).find(id);
+  void headers_end(std::int32_t id, void* data, http2::h2_block, bool ends_stream) override {
+    if (ends_stream && data)
+      answer(id);
+  }
+  void data_end(std::int32_t id, void* data) override {
+    if (data)
+      answer(id);
+  }
+  void stream_closed(std::int32_t id, void*, std::uint32_t) override {
+    calls_.erase(id); // a cancelled stream: its timer goes with it
+  }
+  long body_bytes(std::int32_t id, void*, std::uint8_t* buf, std::size_t length, http2::h2_body_end& end) override {
+    auto* c = find(id);
+    end = http2::h2_body_end::last;
     if (!c)
       return 0;
-    if (c->body.size() + len > max_request_bytes)
-      return nghttp2_submit_rst_stream(session, NGHTTP2_FLAG_NONE, id, NGHTTP2_REFUSED_STREAM);
-    c->body.append(reinterpret_cast<const char*>(data), len);
-    return 0;
-  }
-  static int on_frame(nghttp2_session*, const nghttp2_frame* frame, void* user) {
-    const bool request_end = (frame->hd.type == NGHTTP2_HEADERS || frame->hd.type == NGHTTP2_DATA) &&
-                             (frame->hd.flags & NGHTTP2_FLAG_END_STREAM);
-    if (request_end && self(user).find(frame->hd.stream_id))
-      self(user).answer(frame->hd.stream_id);
-    return 0;
-  }
-  static int on_stream_close(nghttp2_session*, std::int32_t id, std::uint32_t, void* user) {
-    self(user).calls_.erase(id); // a cancelled stream: its timer goes with it
-    return 0;
-  }
-
-  static ssize_t read_data(nghttp2_session* session, std::int32_t id, std::uint8_t* buf,
-                           std::size_t length, std::uint32_t* flags, nghttp2_data_source*, void* user) {
-    auto* c = self(user).find(id);
-    if (!c)
-      return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
     if (c->pending.empty()) {
       if (!c->finishing)
-        return NGHTTP2_ERR_DEFERRED;
-      *flags |= NGHTTP2_DATA_FLAG_EOF | NGHTTP2_DATA_FLAG_NO_END_STREAM;
+        return http2::h2_defer;
+      end = http2::h2_body_end::trailers;
       const std::string code = std::to_string(grpc_ok);
-      const nghttp2_nv trailers[] = {field("grpc-status", code)};
-      nghttp2_submit_trailer(session, id, trailers, 1);
+      const http2::h2_field trailers[] = {{"grpc-status", code}};
+      codec_.submit_trailers(id, trailers, 1);
       return 0;
     }
     const auto n = std::min(length, c->pending.size());
     std::copy_n(c->pending.data(), n, buf);
     c->pending.erase(0, n);
-    return static_cast<ssize_t>(n);
+    end = http2::h2_body_end::more;
+    return static_cast<long>(n);
   }
 
   /// The whole request is in: one framed, uncompressed message.
@@ -172,7 +151,7 @@ private:
                                                 "Related book " + std::to_string(n), "Demo Author", n}));
     } while (pace_.step.count() == 0 && c->sent < 10);
     c->finishing = c->sent == 10;
-    nghttp2_session_resume_data(session_, id);
+    codec_.resume(id);
     if (!c->finishing)
       after(id, pace_.step, [this, id] { send_next(id); });
     flush();
@@ -196,23 +175,21 @@ private:
   }
 
   void respond(std::int32_t id) {
-    const nghttp2_nv head[] = {field(":status", "200"), field("content-type", "application/grpc")};
-    nghttp2_data_provider body{};
-    body.read_callback = &connection::read_data;
-    nghttp2_submit_response(session_, id, head, 2, &body);
+    const http2::h2_field head[] = {{":status", "200"}, {"content-type", "application/grpc"}};
+    codec_.submit_response(id, head, 2, true);
   }
 
   void trailers_only(std::int32_t id, int code, std::string_view message) {
     const std::string status = std::to_string(code);
-    const nghttp2_nv head[] = {field(":status", "200"), field("content-type", "application/grpc"),
-                               field("grpc-status", status), field("grpc-message", message)};
-    nghttp2_submit_response(session_, id, head, 4, nullptr);
+    const http2::h2_field head[] = {{":status", "200"}, {"content-type", "application/grpc"},
+                                    {"grpc-status", status}, {"grpc-message", message}};
+    codec_.submit_response(id, head, 4, false);
   }
 
   void read() {
     socket_.async_read_some(asio::buffer(in_), [self = shared_from_this()](boost::system::error_code ec,
                                                                           std::size_t n) {
-      if (ec || nghttp2_session_mem_recv(self->session_, self->in_.data(), n) < 0)
+      if (ec || !self->codec_.receive(self->in_.data(), n))
         return self->close();
       self->flush();
       self->read();
@@ -220,17 +197,12 @@ private:
   }
 
   void flush() {
-    if (writing_ || !session_)
+    if (writing_ || closed_)
       return;
-    for (;;) {
-      const std::uint8_t* data = nullptr;
-      const auto n = nghttp2_session_mem_send(session_, &data);
-      if (n <= 0)
-        break;
-      out_.append(reinterpret_cast<const char*>(data), static_cast<std::size_t>(n));
-    }
+    if (!codec_.produce(out_, write_batch))
+      return close();
     if (out_.empty()) {
-      if (!nghttp2_session_want_read(session_) && !nghttp2_session_want_write(session_))
+      if (!codec_.alive())
         close();
       return;
     }
@@ -246,6 +218,7 @@ private:
   }
 
   void close() {
+    closed_ = true;
     boost::system::error_code ignored;
     socket_.close(ignored);
     calls_.clear();
@@ -254,11 +227,12 @@ private:
   tcp::socket socket_;
   demo_book_pace pace_;
   demo_cart& cart_; ///< the service's, on this same thread
-  nghttp2_session* session_ = nullptr;
   std::array<std::uint8_t, 16384> in_{};
   std::string out_;
   bool writing_ = false;
-  std::map<std::int32_t, call> calls_;
+  bool closed_ = false;
+  std::map<std::int32_t, call> calls_; ///< the owner of each stream's data (map nodes stay put)
+  http2::h2_codec codec_;              ///< last: its events reach the members above
 };
 
 } // namespace

@@ -1,6 +1,9 @@
 // One HTTP/2 connection on one event loop (h2 over TLS, or h2c by prior knowledge): bytes read go
 // to the h2_session, what it has to send is written with one write in flight, and every stream is
-// one request through the same request_dispatch, coordinators and reply_sink as HTTP/1.1. Streams
+// one request through the same request_dispatch, coordinators and reply_sink as HTTP/1.1. A
+// stream's record (h2_stream) is owned by streams_ and rides on the codec's stream data, so what
+// the session reads reaches it without a lookup; the sinks and timers, which know only the id,
+// find it in streams_. Streams
 // run concurrently, each with its own deadline; a stream the client resets gives its request up
 // (its coordinator stops, its calls are cancelled), as a client hang-up does in HTTP/1.1.
 //
@@ -219,14 +222,17 @@ private:
 
   // ---- h2_events: what the session read ----------------------------------------------------------
 
-  void stream_opened(std::int32_t id) override;
-  void header(std::int32_t id, std::string_view name, std::string_view value) override;
-  void header_list_too_large(std::int32_t id) override;
-  void head_done(std::int32_t id, bool ends_stream) override;
-  void body(std::int32_t id, std::string_view bytes) override;
-  void body_done(std::int32_t id) override;
-  void stream_closed(std::int32_t id, std::uint32_t) override;
-  long answer_bytes(std::int32_t id, std::uint8_t* out, std::size_t room, bool& last) override;
+  // `record` is the stream's h2_stream (what stream_opened returned), or null for one opened once
+  // the connection was ending.
+  void* stream_opened(std::int32_t id) override;
+  void header(std::int32_t id, void* record, std::string_view name, std::string_view value) override;
+  void header_list_too_large(std::int32_t id, void* record) override;
+  void head_done(std::int32_t id, void* record, bool ends_stream) override;
+  void body(std::int32_t id, void* record, std::string_view bytes) override;
+  void body_done(std::int32_t id, void* record) override;
+  void stream_closed(std::int32_t id, void* record, std::uint32_t) override;
+  long answer_bytes(std::int32_t id, void* record, std::uint8_t* out, std::size_t room, bool& last) override;
+  static h2_stream* stream_of(void* record) { return static_cast<h2_stream*>(record); }
 
   // ---- a stream's request ------------------------------------------------------------------------
 

@@ -12,20 +12,22 @@
 namespace gather {
 
 template <class Stream>
-inline void h2_connection<Stream>::stream_opened(std::int32_t id) {
+inline void* h2_connection<Stream>::stream_opened(std::int32_t id) {
   auto s = std::make_unique<h2_stream>(stream_.get_executor());
   shared_.serving.refresh(serving_); // each request takes the generation in force as it begins
   s->serving = serving_;
   s->head.version = 20;
   s->head.peer = s->head.client = peer_text_; // the client from its headers once they are read
   arm(id, *s, clock::now() + limits().request_timeout, why::incomplete);
+  auto* record = s.get();
   streams_[id] = std::move(s);
   shared_.stats.h2_streams.fetch_add(1, std::memory_order_relaxed);
+  return record;
 }
 
 template <class Stream>
-inline void h2_connection<Stream>::header(std::int32_t id, std::string_view name, std::string_view value) {
-  auto* s = find(id);
+inline void h2_connection<Stream>::header(std::int32_t, void* record, std::string_view name, std::string_view value) {
+  auto* s = stream_of(record);
   if (!s || s->refusal != parse_refusal::none)
     return;
   if (!name.empty() && name.front() == ':') {
@@ -53,14 +55,14 @@ inline void h2_connection<Stream>::header(std::int32_t id, std::string_view name
 }
 
 template <class Stream>
-inline void h2_connection<Stream>::header_list_too_large(std::int32_t id) {
-  if (auto* s = find(id))
+inline void h2_connection<Stream>::header_list_too_large(std::int32_t, void* record) {
+  if (auto* s = stream_of(record))
     s->refusal = parse_refusal::headers_too_large;
 }
 
 template <class Stream>
-inline void h2_connection<Stream>::head_done(std::int32_t id, bool ends_stream) {
-  auto* s = find(id);
+inline void h2_connection<Stream>::head_done(std::int32_t id, void* record, bool ends_stream) {
+  auto* s = stream_of(record);
   if (!s || s->at != stage::head)
     return;
   if (!s->authority.empty() && !s->head.has_header("host"))
@@ -85,8 +87,8 @@ inline void h2_connection<Stream>::head_done(std::int32_t id, bool ends_stream) 
 }
 
 template <class Stream>
-inline void h2_connection<Stream>::body(std::int32_t id, std::string_view bytes) {
-  auto* s = find(id);
+inline void h2_connection<Stream>::body(std::int32_t id, void* record, std::string_view bytes) {
+  auto* s = stream_of(record);
   if (!s || s->at != stage::body)
     return;
   if (s->body.size() + bytes.size() > s->serving->cfg.max_body_bytes) {
@@ -97,8 +99,8 @@ inline void h2_connection<Stream>::body(std::int32_t id, std::string_view bytes)
 }
 
 template <class Stream>
-inline void h2_connection<Stream>::body_done(std::int32_t id) {
-  auto* s = find(id);
+inline void h2_connection<Stream>::body_done(std::int32_t id, void* record) {
+  auto* s = stream_of(record);
   if (!s || s->at != stage::body)
     return;
   s->at = stage::ready;
@@ -106,8 +108,10 @@ inline void h2_connection<Stream>::body_done(std::int32_t id) {
 }
 
 template <class Stream>
-inline void h2_connection<Stream>::stream_closed(std::int32_t id, std::uint32_t) {
-  const auto it = streams_.find(id);
+inline void h2_connection<Stream>::stream_closed(std::int32_t id, void* record, std::uint32_t) {
+  if (!record)
+    return;
+  const auto it = streams_.find(id); // its owner: the record leaves with it
   if (it == streams_.end())
     return;
   auto& s = *it->second;
@@ -124,8 +128,8 @@ inline void h2_connection<Stream>::stream_closed(std::int32_t id, std::uint32_t)
 }
 
 template <class Stream>
-inline long h2_connection<Stream>::answer_bytes(std::int32_t id, std::uint8_t* out, std::size_t room, bool& last) {
-  auto* s = find(id);
+inline long h2_connection<Stream>::answer_bytes(std::int32_t, void* record, std::uint8_t* out, std::size_t room, bool& last) {
+  auto* s = stream_of(record);
   if (!s) {
     last = true;
     return 0;

@@ -19,6 +19,7 @@ extern "C" int gather_fuzz_jwt(const std::uint8_t* data, std::size_t size);
 extern "C" int gather_fuzz_rate_key(const std::uint8_t* data, std::size_t size);
 extern "C" int gather_fuzz_request(const std::uint8_t* data, std::size_t size);
 extern "C" int gather_fuzz_h2(const std::uint8_t* data, std::size_t size);
+extern "C" int gather_fuzz_h2_client(const std::uint8_t* data, std::size_t size);
 extern "C" int gather_fuzz_response(const std::uint8_t* data, std::size_t size);
 extern "C" int gather_fuzz_url_split(const std::uint8_t* data, std::size_t size);
 extern "C" int gather_fuzz_grpc(const std::uint8_t* data, std::size_t size);
@@ -67,6 +68,7 @@ TEST_CASE("fuzz corpora replay through the fuzz targets' checks", "[unit][fuzz]"
   CHECK(replay("rate_key", gather_fuzz_rate_key) > 0);
   CHECK(replay("request", gather_fuzz_request) > 0);
   CHECK(replay("h2", gather_fuzz_h2) > 0);
+  CHECK(replay("h2_client", gather_fuzz_h2_client) > 0);
   CHECK(replay("response", gather_fuzz_response) > 0);
   CHECK(replay("url_split", gather_fuzz_url_split) > 0);
   CHECK(replay("grpc", gather_fuzz_grpc) > 0);

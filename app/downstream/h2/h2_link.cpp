@@ -6,12 +6,11 @@
 #include <algorithm>
 #include <cstring>
 
-#include <nghttp2/nghttp2.h>
-
 #include <boost/asio/connect.hpp>
 #include <boost/asio/write.hpp>
 
 #include "gather/config/port.hpp"
+#include "gather/values/h2_codes.hpp"
 
 #include "h2/h2_client.hpp"
 
@@ -32,15 +31,14 @@ h2_link::h2_link(h2_client& owner, asio::io_context& loop, asio::ssl::context& t
     in_(read_bytes), machine_(where.endpoint ? where.endpoint->bounds : bounds, link_machine::clock::now()), timer_(loop) {
   conn_->key = where.key;
   conn_->endpoint = where.endpoint;
-  session_ = new_session();
+  codec_ = new_codec();
   machine_.watch([this](link_state from, link_state to) { owner_.moved(*this, from, to); });
 }
 
 h2_link::~h2_link() {
-  // The session's callbacks reach the calls through streams_: none may run from here on.
-  streams_.clear();
+  codec_.reset(); // no event of its can reach a call from here on
+  carried_.clear();
   waiting_.clear();
-  nghttp2_session_del(session_);
   if (conn_)
     conn_->close();
 }
@@ -106,8 +104,8 @@ void h2_link::shut(std::string why) {
   if (closed())
     return;
   machine_.drain(link_machine::clock::now());
-  if (load() == 0 && transport_ == transport::up && !pump_.writing && pump_.inside_session == 0) {
-    nghttp2_session_terminate_session(session_, NGHTTP2_NO_ERROR);
+  if (load() == 0 && transport_ == transport::up && !pump_.writing && !codec_->inside()) {
+    codec_->terminate(h2_code::no_error);
     flush(); // the GOAWAY leaves; the connection closes when the session wants nothing more
     if (pump_.writing)
       return;
@@ -127,32 +125,27 @@ void h2_link::retire(std::string why) {
 void h2_link::flush() {
   if (closed() || transport_ != transport::up || pump_.writing)
     return;
-  if (pump_.inside_session > 0) {
+  if (codec_->inside()) {
     pump_.flush_wanted = true;
     return;
   }
   pump_.flush_wanted = false;
   out_.clear();
-  ++pump_.inside_session;
-  while (out_.size() < write_bytes) {
-    const std::uint8_t* data = nullptr;
-    const auto n = nghttp2_session_mem_send(session_, &data);
-    if (n < 0) {
-      --pump_.inside_session;
-      return broken(stream_ending::protocol, std::string{"HTTP/2 session failed: "} + nghttp2_strerror(static_cast<int>(n)));
-    }
-    if (n == 0)
-      break;
-    out_.append(reinterpret_cast<const char*>(data), static_cast<std::size_t>(n));
-  }
-  --pump_.inside_session;
+  if (!codec_->produce(out_, write_bytes))
+    return broken(stream_ending::protocol, "HTTP/2 session failed: " + codec_->failure().text);
   if (closed())
     return;
   if (out_.empty()) {
     if (pump_.flush_wanted)
       return flush();
-    if (!nghttp2_session_want_read(session_) && !nghttp2_session_want_write(session_))
+    if (!codec_->alive()) {
+      // The codec ended the connection: the server broke the protocol (its GOAWAY said why), or
+      // the session has nothing more to do.
+      const auto& failure = codec_->failure();
+      if (failure.kind != http2::h2_failure::none)
+        return broken(stream_ending::protocol, "HTTP/2 connection error from " + where_.key + ": " + failure.text);
       broken(stream_ending::connection, "the HTTP/2 session ended");
+    }
     return;
   }
   pump_.writing = true;
@@ -179,18 +172,16 @@ void h2_link::read() {
         return self->broken(stream_ending::connection,
                             "connection to " + self->where_.key +
                                 (ec == asio::error::eof ? " closed by the server" : " lost: " + ec.message()));
-      ++self->pump_.inside_session;
-      const auto used = nghttp2_session_mem_recv(self->session_, reinterpret_cast<const std::uint8_t*>(self->in_.data()), n);
-      --self->pump_.inside_session;
+      const bool ok = self->codec_->receive(reinterpret_cast<const std::uint8_t*>(self->in_.data()), n);
       if (self->closed())
         return;
-      if (used < 0) {
-        // A connection error (bad frames, a flood nghttp2 refuses): its GOAWAY goes out, then
-        // the connection closes.
+      if (!ok) {
+        // A fatal connection error (bad frames, a flood the codec refuses): its GOAWAY goes out,
+        // then the connection closes.
         self->machine_.drain(link_machine::clock::now());
         self->flush();
-        return self->broken(stream_ending::protocol, std::string{"HTTP/2 connection error from "} + self->where_.key +
-                                                         ": " + nghttp2_strerror(static_cast<int>(used)));
+        return self->broken(stream_ending::protocol, "HTTP/2 connection error from " + self->where_.key + ": " +
+                                                         self->codec_->failure().text);
       }
       self->flush();
       if (self->closed())
@@ -208,23 +199,24 @@ void h2_link::broken(stream_ending how, std::string detail) {
   const bool was_up = transport_ == transport::up;
   timer_.cancel();
   machine_.lost(); // the pool forgets it (h2_client::moved)
-  auto streams = std::move(streams_);
-  streams_.clear();
+  auto calls = std::move(carried_);
+  carried_.clear();
   auto waiting = std::move(waiting_);
   waiting_.clear();
   if (conn_)
     conn_->close();
   // In stream order: lower ids were sent first.
-  std::vector<std::pair<std::int32_t, std::shared_ptr<h2_call>>> calls(streams.begin(), streams.end());
-  std::sort(calls.begin(), calls.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-  for (auto& [id, call] : calls) {
+  std::sort(calls.begin(), calls.end(), [](const auto& a, const auto& b) { return a->stream_id < b->stream_id; });
+  for (auto& call : calls) {
+    const auto id = call->stream_id;
+    codec_->detach(id);
     call->link = nullptr;
     call->stream_id = 0;
     if (call->finished)
       continue;
     if (how == stream_ending::no_h2 || !was_up)
       owner_.end(call, {how, 0, detail});
-    else if (!call->got_head && nghttp2_session_find_stream(session_, id) == nullptr)
+    else if (!call->got_head && !codec_->has_stream(id))
       owner_.refused(call, this, detail); // still held by the session: the server never saw it
     else
       owner_.end(call, {how, goaway_code_, detail});

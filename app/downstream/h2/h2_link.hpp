@@ -1,6 +1,7 @@
 // One HTTP/2 connection to a downstream origin on one event loop: its socket (plain, or TLS with
-// ALPN; h2_link.cpp), its nghttp2 client session driven with mem_recv/mem_send and the streams of
-// the calls it carries (h2_link_session.cpp), and its state and capacity (link_machine.hpp: what
+// ALPN; h2_link.cpp), its client codec (gather/http2/h2_codec.hpp, the sans-IO nghttp2 session the
+// front shares) and the streams of the calls it carries, each call the data of its stream
+// (h2_link_session.cpp), and its state and capacity (link_machine.hpp: what
 // the pool reads, and what the link's one timer waits for). What a call is, where it goes and how
 // it ends is h2_client.hpp's; the link only turns frames into the call's events and tells its
 // client when a stream closed, was refused or the connection went. Only the loop's thread touches
@@ -11,7 +12,7 @@
 #include <memory>
 #include <optional>
 #include <string>
-#include <unordered_map>
+#include <string_view>
 #include <vector>
 
 #include <boost/asio/steady_timer.hpp>
@@ -20,10 +21,9 @@
 #include "gather/downstream/pool/name_lookups.hpp"
 #include "gather/downstream/call/stream_call.hpp"
 #include "gather/downstream/call/url_split.hpp"
+#include "gather/http2/h2_codec.hpp"
 
 #include "pool/origin_connection.hpp"
-
-struct nghttp2_session;
 
 namespace gather::downstream_loop {
 
@@ -35,8 +35,8 @@ class h2_link;
 constexpr int max_moves = 4;
 
 /// One running HTTP/2 call. Its client's running set owns it; while its stream is open the link
-/// that carries it holds it too.
-struct h2_call {
+/// that carries it holds it too, and the call is its stream's data in the link's codec.
+struct h2_call : std::enable_shared_from_this<h2_call> {
   explicit h2_call(asio::io_context& loop) : timer(loop) {}
   std::uint64_t id = 0;
   stream_request request;
@@ -55,9 +55,10 @@ struct h2_call {
   bool finished = false;
   stream_head head;            ///< being read until got_head
   header_list trailers;
+  std::size_t carried_at = 0;  ///< its place in its link's carried list, while it has a stream
 };
 
-class h2_link : public std::enable_shared_from_this<h2_link> {
+class h2_link : public std::enable_shared_from_this<h2_link>, private http2::h2_codec_events {
 public:
   h2_link(h2_client& owner, asio::io_context& loop, asio::ssl::context& tls, const origin_and_target& where,
           const link_bounds& bounds);
@@ -81,7 +82,7 @@ public:
   /// The call leaves the link; a stream still open is reset with CANCEL.
   void release(h2_call& call);
   /// Calls carried now.
-  std::size_t load() const { return streams_.size() + waiting_.size(); }
+  std::size_t load() const { return carried_.size() + waiting_.size(); }
   bool heard_from_server() const { return state() != link_state::connecting; }
   bool closed() const { return state() == link_state::closed; }
   /// Ends the connection: GOAWAY when the session is up, then the socket closes. Calls still on
@@ -95,18 +96,33 @@ public:
   const origin_and_target& where() const { return where_; }
 
 private:
-  friend struct h2_link_callbacks;
-
   void connect_to(const tcp::endpoint& endpoint);
   void connected(const error_code& ec);
-  nghttp2_session* new_session(); ///< the client session with its callbacks and first SETTINGS
   void ready(); ///< the transport is up: start reading, send what the session has
+  /// The client codec with its first SETTINGS (windows, the header list the answers may have).
+  std::unique_ptr<http2::h2_codec> new_codec();
   bool submit(const std::shared_ptr<h2_call>& call);
+  /// The call leaves the carried list (its stream closed or given up): the link's hold, returned.
+  std::shared_ptr<h2_call> drop(h2_call& call);
+
+  // ---- the codec's events: frames into the calls' events (h2_link_session.cpp) -------------------
+  void header(std::int32_t stream, void* data, http2::h2_block, std::string_view name,
+              std::string_view value) override;
+  void headers_end(std::int32_t stream, void* data, http2::h2_block, bool ends_stream) override;
+  void data(std::int32_t stream, void* data, std::string_view bytes) override;
+  void reset(std::int32_t stream, void* data, std::uint32_t code) override;
+  void stream_closed(std::int32_t stream, void* data, std::uint32_t code) override;
+  void request_not_sent(std::int32_t stream, bool refused, const char* why) override;
+  long body_bytes(std::int32_t stream, void* data, std::uint8_t* out, std::size_t room,
+                  http2::h2_body_end& end) override;
+  void frame_received(http2::h2_frame, std::int32_t, bool) override;
+  void settings(std::uint32_t max_concurrent_streams) override;
+  void goaway(std::int32_t last_stream, std::uint32_t code, std::string_view) override;
   /// The server's first SETTINGS came: the calls waiting for them get their streams, as many as
   /// it allows; the rest go to another link.
   void send_waiting();
-  /// Sends what the session has to send; one write at a time. Inside nghttp2's callbacks (a
-  /// read's or a send's) it only notes that a flush is wanted: the session is not re-entered.
+  /// Sends what the session has to send; one write at a time. Inside the codec's events (a
+  /// read's or a send's) it only notes that a flush is wanted: the codec is not re-entered.
   void flush();
   void read();
   /// The connection is gone: every call on it ends (`how`, or refused for streams the server
@@ -131,9 +147,10 @@ private:
   asio::io_context& loop_;
   origin_and_target where_;
   std::unique_ptr<origin_connection> conn_;
-  nghttp2_session* session_ = nullptr;
-  std::unordered_map<std::int32_t, std::shared_ptr<h2_call>> streams_;
+  std::unique_ptr<http2::h2_codec> codec_;
+  std::vector<std::shared_ptr<h2_call>> carried_; ///< the calls with a stream, in no order
   std::vector<std::shared_ptr<h2_call>> waiting_; ///< taken before the server's SETTINGS came
+  std::vector<http2::h2_field> fields_;           ///< a request's head as the codec takes it
   std::string out_;        ///< the bytes being written
   std::vector<char> in_;   ///< the read buffer
   std::uint32_t goaway_code_ = 0;
@@ -142,10 +159,9 @@ private:
   std::optional<link_machine::time_point> timer_at_; ///< when the timer is armed for
   /// The transport under the session: until it is up nothing is written.
   enum class transport { opening, up } transport_ = transport::opening;
-  /// The write pump: one write at a time, and never inside nghttp2's own calls.
+  /// The write pump: one write at a time, and never inside the codec's own calls.
   struct pump_state {
     bool writing = false;
-    int inside_session = 0; ///< mem_recv or mem_send running
     bool flush_wanted = false;
   } pump_;
 };
