@@ -11,6 +11,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -19,6 +20,7 @@
 #include <nlohmann/json.hpp>
 
 #include "gather/downstream/call/downstream_client.hpp"
+#include "gather/runtime/io_loops.hpp"
 
 #include "support/child_process.hpp"
 #include "support/gateway_fixture.hpp"
@@ -394,6 +396,78 @@ TEST_CASE("https with ALPN: h2 when the server chooses it, HTTP/1.1 when it does
     thread.join();
   }
   client_is_empty(client);
+}
+
+TEST_CASE("an HTTP/1.1-only TLS origin with http2: calls at once all answered, its links pooled and closed when idle",
+          "[h2-downstream]") {
+  // The connections ALPN made HTTP/1.1 are links of the one HTTP/1.1 pool (h1_link.hpp): reused
+  // while ready, closed after downstream_idle_timeout_ms. The server tells them apart by the
+  // client's port.
+  const auto& files = gather::test::tls_files::get();
+  trusted_h2_ca ca(files.cert);
+  httplib::SSLServer server(files.cert.c_str(), files.key.c_str());
+  REQUIRE(server.is_valid());
+  // A thread per kept-alive connection (cpp-httplib serves one on a thread until it closes).
+  server.new_task_queue = [] { return new httplib::ThreadPool(48); };
+  std::mutex mutex;
+  std::vector<int> ports; // per request, in arrival order
+  server.Get(".*", [&](const httplib::Request& req, httplib::Response& res) {
+    {
+      std::lock_guard lock(mutex);
+      ports.push_back(req.remote_port);
+    }
+    res.set_content(R"({"ok":1})", "application/json");
+  });
+  const int port = server.bind_to_any_port("127.0.0.1");
+  std::thread thread([&] { server.listen_after_bind(); });
+  while (!server.is_running())
+    std::this_thread::yield();
+  const std::string url = "https://127.0.0.1:" + std::to_string(port) + "/x";
+  const auto ports_seen = [&] {
+    std::lock_guard lock(mutex);
+    return ports;
+  };
+  io_loops loops(1);
+  loops.start();
+  {
+    downstream_client client(loops, link_bounds{300ms, 1000ms});
+    // 24 at once, the first ones through the ALPN answer: none lost, none failed.
+    constexpr int at_once = 24;
+    std::vector<std::promise<transfer_result>> promises(at_once);
+    for (auto& promise : promises) {
+      transfer_request request{url, {}, 3s, 1 << 20};
+      request.http2 = true;
+      client.submit(std::move(request), [&promise](transfer_result&& r) { promise.set_value(std::move(r)); });
+    }
+    for (auto& promise : promises) {
+      auto future = promise.get_future();
+      REQUIRE(future.wait_for(8s) == std::future_status::ready);
+      const auto r = future.get();
+      INFO(r.detail);
+      CHECK(r.error == transfer_error::none);
+      CHECK(r.http_status == 200);
+      CHECK(r.body == R"({"ok":1})");
+    }
+    const auto first = ports_seen();
+    CHECK(first.size() == static_cast<std::size_t>(at_once));
+    const std::set<int> pooled(first.begin(), first.end());
+    // One after another at once: each on a connection of the pool, none new.
+    for (int i = 0; i < 4; ++i)
+      CHECK(h2_fetch(client, url).http_status == 200);
+    const auto reused = ports_seen();
+    for (std::size_t i = first.size(); i < reused.size(); ++i)
+      CHECK(pooled.count(reused[i]) == 1);
+    // Past the idle bound the pool has closed them: the next call comes on a new connection.
+    std::this_thread::sleep_for(700ms); // (the bound under test is time: 300 ms, then slack)
+    CHECK(h2_fetch(client, url).http_status == 200);
+    const auto after = ports_seen();
+    REQUIRE(after.size() == reused.size() + 1);
+    CHECK(pooled.count(after.back()) == 0);
+    client_is_empty(client);
+  }
+  loops.stop();
+  server.stop();
+  thread.join();
 }
 
 TEST_CASE("a section and a batch with http2 true call over h2c, a failing one degrades as any", "[h2-downstream]") {
