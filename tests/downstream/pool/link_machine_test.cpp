@@ -343,7 +343,7 @@ TEST_CASE("h1 link: Connection: close, bytes after the answer or a retired endpo
   recorded_h1_link l;
   h1_link::sending(l.link);
   const bool endpoint_left = GENERATE(false, true);
-  const bool reusable = !endpoint_left; // one reason at a time
+  const bool reusable = endpoint_left; // one reason at a time: Connection: close, or the endpoint left
   CHECK_FALSE(h1_link::answered(l.link, reusable, endpoint_left, l.at(5ms)));
   CHECK(l.link.state() == link_state::draining);
   CHECK(l.link.due(l.at(5ms)) == link_due::drained);
