@@ -361,6 +361,29 @@ struct trusted_h2_ca {
   ~trusted_h2_ca() { ::unsetenv("SSL_CERT_FILE"); }
 };
 
+/// cpp-httplib's TLS server on 127.0.0.1, which speaks no h2: `handler` answers every GET, on one
+/// of `threads` threads (it serves a kept-alive connection on one thread until it closes).
+struct h1_only_tls_server {
+  httplib::SSLServer server;
+  std::thread thread;
+  std::string url; ///< https://127.0.0.1:port/x
+  h1_only_tls_server(const gather::test::tls_files& files, httplib::Server::Handler handler, std::size_t threads = 8)
+    : server(files.cert.c_str(), files.key.c_str()) {
+    REQUIRE(server.is_valid());
+    server.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+    server.Get(".*", std::move(handler));
+    const int port = server.bind_to_any_port("127.0.0.1");
+    thread = std::thread([this] { server.listen_after_bind(); });
+    while (!server.is_running())
+      std::this_thread::yield();
+    url = "https://127.0.0.1:" + std::to_string(port) + "/x";
+  }
+  ~h1_only_tls_server() {
+    server.stop();
+    thread.join();
+  }
+};
+
 } // namespace
 
 TEST_CASE("https with ALPN: h2 when the server chooses it, HTTP/1.1 when it does not", "[h2-downstream]") {
@@ -376,24 +399,16 @@ TEST_CASE("https with ALPN: h2 when the server chooses it, HTTP/1.1 when it does
     CHECK(start_call(client, stream_get(server.url("/trailers", "https")))->wait().how == stream_ending::complete);
   }
   SECTION("a server without h2: the transfer falls back, a call ends no_h2") {
-    httplib::SSLServer server(files.cert.c_str(), files.key.c_str());
-    REQUIRE(server.is_valid());
-    server.Get(".*", [](const httplib::Request&, httplib::Response& res) {
+    h1_only_tls_server server(files, [](const httplib::Request&, httplib::Response& res) {
       res.set_content(R"({"ok":1})", "application/json");
     });
-    const int port = server.bind_to_any_port("127.0.0.1");
-    std::thread thread([&] { server.listen_after_bind(); });
-    while (!server.is_running())
-      std::this_thread::yield();
-    const std::string url = "https://127.0.0.1:" + std::to_string(port) + "/x";
+    const std::string url = server.url;
     for (int i = 0; i < 2; ++i) { // the first through the ALPN probe, the second remembered
       const auto r = h2_fetch(client, url);
       CHECK(r.error == transfer_error::none);
       CHECK(r.body == R"({"ok":1})");
     }
     CHECK(start_call(client, stream_get(url))->wait().how == stream_ending::no_h2);
-    server.stop();
-    thread.join();
   }
   client_is_empty(client);
 }
@@ -405,24 +420,16 @@ TEST_CASE("an HTTP/1.1-only TLS origin with http2: calls at once all answered, i
   // client's port.
   const auto& files = gather::test::tls_files::get();
   trusted_h2_ca ca(files.cert);
-  httplib::SSLServer server(files.cert.c_str(), files.key.c_str());
-  REQUIRE(server.is_valid());
-  // A thread per kept-alive connection (cpp-httplib serves one on a thread until it closes).
-  server.new_task_queue = [] { return new httplib::ThreadPool(48); };
   std::mutex mutex;
   std::vector<int> ports; // per request, in arrival order
-  server.Get(".*", [&](const httplib::Request& req, httplib::Response& res) {
+  h1_only_tls_server server(files, [&](const httplib::Request& req, httplib::Response& res) {
     {
       std::lock_guard lock(mutex);
       ports.push_back(req.remote_port);
     }
     res.set_content(R"({"ok":1})", "application/json");
-  });
-  const int port = server.bind_to_any_port("127.0.0.1");
-  std::thread thread([&] { server.listen_after_bind(); });
-  while (!server.is_running())
-    std::this_thread::yield();
-  const std::string url = "https://127.0.0.1:" + std::to_string(port) + "/x";
+  }, 48);
+  const std::string url = server.url;
   const auto ports_seen = [&] {
     std::lock_guard lock(mutex);
     return ports;
@@ -466,8 +473,6 @@ TEST_CASE("an HTTP/1.1-only TLS origin with http2: calls at once all answered, i
     client_is_empty(client);
   }
   loops.stop();
-  server.stop();
-  thread.join();
 }
 
 TEST_CASE("a section and a batch with http2 true call over h2c, a failing one degrades as any", "[h2-downstream]") {

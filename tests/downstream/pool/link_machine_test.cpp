@@ -280,6 +280,11 @@ struct recorded_h1_link {
     link.watch([this](link_state from, link_state to) { moves.emplace_back(from, to); });
   }
   link_machine::time_point at(std::chrono::milliseconds after) const { return t0 + after; }
+  /// One request sent and answered (keep-alive) at `after`; whether it may be reused.
+  bool request(std::chrono::milliseconds after) {
+    h1_link::sending(link);
+    return h1_link::answered(link, true, false, at(after));
+  }
 };
 
 } // namespace
@@ -312,8 +317,7 @@ TEST_CASE("h1 link: a ready link with no request for its idle bound is due to cl
           "[unit][downstream]") {
   SECTION("idle bound 100 ms") {
     recorded_h1_link l({100ms, 1000ms, 0ms});
-    h1_link::sending(l.link);
-    REQUIRE(h1_link::answered(l.link, true, false, l.at(10ms)));
+    REQUIRE(l.request(10ms));
     REQUIRE(l.link.next_check().has_value());
     CHECK(*l.link.next_check() == l.at(110ms));
     CHECK(l.link.due(l.at(109ms)) == link_due::nothing);
@@ -321,8 +325,7 @@ TEST_CASE("h1 link: a ready link with no request for its idle bound is due to cl
   }
   SECTION("a request in between restarts it") {
     recorded_h1_link l({100ms, 1000ms, 0ms});
-    h1_link::sending(l.link);
-    REQUIRE(h1_link::answered(l.link, true, false, l.at(10ms)));
+    REQUIRE(l.request(10ms));
     h1_link::sending(l.link);
     CHECK(l.link.due(l.at(200ms)) == link_due::nothing); // busy: never idle
     REQUIRE(h1_link::answered(l.link, true, false, l.at(200ms)));
@@ -331,8 +334,7 @@ TEST_CASE("h1 link: a ready link with no request for its idle bound is due to cl
   }
   SECTION("downstream_idle_timeout_ms 0") {
     recorded_h1_link l({0ms, 1000ms, 0ms});
-    h1_link::sending(l.link);
-    REQUIRE(h1_link::answered(l.link, true, false, l.at(10ms)));
+    REQUIRE(l.request(10ms));
     CHECK_FALSE(l.link.next_check().has_value());
     CHECK(l.link.due(l.at(3600000ms)) == link_due::nothing);
   }
@@ -357,16 +359,13 @@ TEST_CASE("h1 link: past max_connection_age_ms it is not reused, and a ready one
           "[unit][downstream][upstreams]") {
   SECTION("answered after its age") {
     recorded_h1_link l({60000ms, 1000ms, 100ms});
-    h1_link::sending(l.link);
-    CHECK(h1_link::answered(l.link, true, false, l.at(50ms)));
-    h1_link::sending(l.link);
-    CHECK_FALSE(h1_link::answered(l.link, true, false, l.at(150ms)));
+    CHECK(l.request(50ms));
+    CHECK_FALSE(l.request(150ms));
     CHECK(l.link.state() == link_state::draining);
   }
   SECTION("aging while ready") {
     recorded_h1_link l({60000ms, 1000ms, 100ms});
-    h1_link::sending(l.link);
-    REQUIRE(h1_link::answered(l.link, true, false, l.at(50ms)));
+    REQUIRE(l.request(50ms));
     REQUIRE(l.link.next_check().has_value());
     CHECK(*l.link.next_check() == l.at(100ms)); // the age comes before the idle bound
     CHECK(l.link.due(l.at(99ms)) == link_due::nothing);
