@@ -89,7 +89,9 @@ void h1_client::sweep() {
       }
       if (const auto at = conn->link.next_check(); at && (!next || *at < *next))
         next = at;
-      pool[kept++] = std::move(conn);
+      if (&pool[kept] != &conn)
+        pool[kept] = std::move(conn);
+      ++kept;
     }
     idle_count_ -= pool.size() - kept;
     pool.resize(kept);
