@@ -6,24 +6,30 @@
 //   +-------------------------+<--------------------------------------+
 //   |    batch coordinator    |  retry_atom(c) (delayed, to itself: call c's backoff)
 //   +-------------------------+
-//      | call c (URL or gRPC)             ^ done_atom(c, answer_verdict)
+//      | call c (URL or gRPC)             ^ done_atom(c, seq, answer_verdict)
 //      v                                 |
-//   call_face -> downstream_client (on the event loops; at most `concurrency` calls of this batch)
+//   attempt_runner c -> call_face -> downstream_client (on the event loops; at most
+//                                    `concurrency` calls of this batch)
 //
 // Life: start the first `concurrency` calls; whenever a call ends (ok, or failed with no retry
 // allowed) start the next waiting one, so the window slides and never waits for a whole chunk;
 // answer once every call has ended or the deadline passes (calls still running, or in backoff,
 // become `timeout` with the attempts they started; calls never started `timeout` with 0); quit.
-// The state's destructor cancels every transfer still in flight, however the actor ends.
+// Each call's attempts are an attempt_runner, the section worker's own (attempt_runner.hpp): its
+// calls, spans and the retry step; the state's runners cancel what is in flight, however the
+// actor ends.
 // A progressive answer (job.format ndjson) opens at once, sends each row's event as its call
 // ends (rows sharing a call, together) and ends with the counts.
 //
 // No actor per item: a batch call needs no coordination of its own, so one actor drives them all
-// through downstream_client. The window is a counter, cancelling is one loop, and 1000 items cost
-// one mailbox, not 1000 actors. What a call shares with a section (classification, the retry rule)
-// lives in downstream_answer.hpp and retry_rule.hpp. Every message is a plain send: nothing here
-// ever waits for a reply, so the deadline always runs on time.
+// through their runners. The window is a counter, cancelling is the runners' end, and 1000 items
+// cost one mailbox, not 1000 actors. What a call shares with a section (the attempt runner, the
+// call face, classification, the retry rule) lives in attempt_runner.hpp, call_face.hpp,
+// downstream_answer.hpp and retry_rule.hpp. Every message is a plain send: nothing here ever
+// waits for a reply, so the deadline always runs on time.
 #include "gather/actors/batch_coordinator.hpp"
+
+#include <string>
 
 #include <caf/all.hpp>
 
@@ -39,7 +45,6 @@
 #include "gather/actors/process_services.hpp"
 #include "gather/actors/serving_config.hpp"
 #include "gather/ops/metrics.hpp"
-#include "gather/downstream/answer/retry_rule.hpp"
 
 namespace gather {
 
@@ -118,47 +123,26 @@ void start_attempt(batch_ptr self, std::size_t c) {
     refused.detail = plan.refused[c];
     return finish(self, c, std::move(refused));
   }
-  if (++st.outcomes[c].attempts == 1 && st.budget)
-    st.budget->first_attempt(clock::now());
   const auto now = clock::now();
-  section_call_request request;
-  request.url = grpc ? batch.grpc->target : plan.urls[c];
-  request.timeout = batch.timeout;
-  request.left = std::chrono::duration_cast<millis>(st.deadline - now);
-  request.max_response_bytes = serving.max_response_bytes();
-  request.fields = batch.fields;
-  request.http2 = batch.http2;
-  request.grpc = grpc;
-  request.upstream = serving.batch_upstream(st.job->route_index);
-  std::uint32_t picked = 0;
-  if (request.upstream) {
-    if (st.endpoints_used.empty())
-      st.endpoints_used.resize(st.transfers.size());
-    request.avoid = st.endpoints_used[c];
-    request.picked = &picked;
-  }
-  request.deadline_header = serving.deadline_header();
-  request.header_lines = header_block(
-      st.headers, serving.deadline_header().empty() || grpc // gRPC says it in grpc-timeout
-                      ? std::string{}
-                      : deadline_header_line(serving.deadline_header(), batch.timeout, st.deadline - now));
-  st.spans[c] = call_span::begin(&services.spans, request.header_lines, "batch", st.outcomes[c].attempts);
-  if (grpc)
-    st.spans[c].rpc(grpc->path);
-  auto me = caf::actor_cast<caf::actor>(self);
-  auto answered = st.answered;
-  auto* stats = &services.stats;
-  // Runs on an event loop's thread, the answer already classified (call_face.hpp): count or
-  // forward, nothing else.
-  st.transfers[c] = start_section_call(
-    services.client, std::move(request), [me, c, answered, stats](answer_verdict&& v) {
-      if (answered->load())
-        stats->late_replies.fetch_add(1, std::memory_order_relaxed);
-      else
-        caf::anon_send(me, done_atom::value, c, std::move(v));
-    });
-  if (picked != 0)
-    st.endpoints_used[c].push_back(picked);
+  auto& runner = st.runners[c];
+  runner.begin_attempt(now, st.budget);
+  call_description call;
+  call.url = grpc ? batch.grpc->target : plan.urls[c];
+  call.timeout = batch.timeout;
+  call.left = std::chrono::duration_cast<millis>(st.deadline - now);
+  call.max_response_bytes = serving.max_response_bytes();
+  call.fields = batch.fields;
+  call.http2 = batch.http2;
+  call.grpc = grpc;
+  call.upstream = serving.batch_upstream(st.job->route_index);
+  call.deadline_header = serving.deadline_header();
+  static const std::string none;
+  call.header_lines = call_header_lines(st.headers, grpc ? none : serving.deadline_header(), // gRPC: grpc-timeout
+                                        batch.timeout, st.deadline - now);
+  static const std::string span_name = "batch";
+  runner.launch(std::move(call), call_labels{&services.spans, &span_name, nullptr},
+                call_return{caf::actor_cast<caf::actor>(self), st.answered, &services.stats, c},
+                std::nullopt, concurrency_limit::slot{}, now);
 }
 
 /// Starts waiting calls, in order, while fewer than `concurrency` are running.
@@ -176,7 +160,7 @@ void fill_window(batch_ptr self) {
 
 void finish(batch_ptr self, std::size_t c, section_outcome outcome) {
   auto& st = self->state;
-  outcome.attempts = st.outcomes[c].attempts;
+  outcome.attempts = st.runners[c].calls();
   outcome.ms = ms_since(st.started[c]);
   st.outcomes[c] = std::move(outcome);
   st.phases[c] = phase::done;
@@ -187,31 +171,28 @@ void finish(batch_ptr self, std::size_t c, section_outcome outcome) {
   fill_window(self);
 }
 
-void attempt_ended(batch_ptr self, std::size_t c, answer_verdict&& verdict) {
+void attempt_ended(batch_ptr self, std::size_t c, std::uint32_t seq, answer_verdict&& verdict) {
   auto& st = self->state;
-  st.transfers[c] = 0;
+  steady_time started;
+  call_span span;
+  if (!st.runners[c].end_call(seq, started, span)) { // no longer running: its answer is late
+    st.job->services.stats.late_replies.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
   const auto& batch = batch_of(st);
   const bool retryable = verdict.retryable;
   auto outcome = outcome_of(std::move(verdict));
-  st.spans[c].finish(outcome.status, outcome.last_http, outcome.grpc_code);
+  span.finish(outcome.status, outcome.last_http, outcome.grpc_code);
   if (outcome.status == section_status::ok)
     return finish(self, c, std::move(outcome));
-  auto next = decide_retry(retryable, st.outcomes[c].attempts, batch.retry, batch.timeout,
-                           st.deadline, clock::now());
-  const bool budget_ok = next.what != retry_decision::kind::retry || !st.budget ||
-                         st.budget->try_extra(clock::now());
-  if (next.what == retry_decision::kind::retry && budget_ok) {
-    if (next.backoff.count() == 0)
-      start_attempt(self, c);
-    else
-      self->delayed_send(self, next.backoff, retry_atom::value, c);
-    return;
-  }
-  if (next.what == retry_decision::kind::too_late)
-    outcome.detail += "; no retry: it would not finish before the deadline";
-  else if (!budget_ok) {
-    outcome.detail += "; no retry: the retry budget of its host is spent";
-    outcome.not_made = not_made_reason::retry_budget;
+  switch (st.runners[c].after_failure(self, c, retryable, batch.retry, batch.timeout, st.deadline,
+                                      st.budget, outcome)) {
+    case retry_step::now:
+      return start_attempt(self, c);
+    case retry_step::later: // (retry_atom, c) after the backoff
+      return;
+    case retry_step::none:
+      break;
   }
   finish(self, c, std::move(outcome));
 }
@@ -222,7 +203,8 @@ void on_deadline(batch_ptr self) {
     if (st.phases[c] == phase::done)
       continue;
     const bool started = st.phases[c] == phase::running;
-    auto& outcome = st.outcomes[c]; // attempts counted as they started (0 if never started)
+    auto& outcome = st.outcomes[c];
+    outcome.attempts = st.runners[c].calls(); // as they started (0 if never started)
     outcome.status = section_status::timeout;
     outcome.ms = started ? ms_since(st.started[c]) : 0;
     outcome.detail = started ? "deadline passed" : "deadline passed before it started";
@@ -274,11 +256,7 @@ void gate_decided(batch_ptr self) {
 batch_coordinator_state::~batch_coordinator_state() {
   if (!job)
     return;
-  for (std::size_t c = 0; c < transfers.size(); ++c)
-    if (transfers[c] != 0) {
-      job->services.client.cancel(transfers[c]);
-      spans[c].cancel();
-    }
+  runners.clear(); // each cancels its calls still in flight (their spans end "cancelled")
   job->services.stats.coordinators.fetch_sub(1, std::memory_order_relaxed);
 }
 
@@ -296,8 +274,9 @@ caf::behavior batch_coordinator(caf::stateful_actor<batch_coordinator_state>* se
   st.phases.assign(calls, phase::waiting);
   st.outcomes.resize(calls);
   st.started.resize(calls);
-  st.transfers.assign(calls, 0);
-  st.spans.resize(calls);
+  st.runners.reserve(calls);
+  for (std::size_t c = 0; c < calls; ++c)
+    st.runners.emplace_back(st.job->services.client);
   st.open = calls;
   if (st.job->gate) // nothing starts before it decides; it answers within the store's timeout
     st.job->gate->wait([me = caf::actor_cast<caf::actor>(self)] { caf::anon_send(me, gate_atom::value); });
@@ -305,8 +284,8 @@ caf::behavior batch_coordinator(caf::stateful_actor<batch_coordinator_state>* se
     begin(self);
   return {
     [self](gate_atom) { gate_decided(self); },
-    [self](done_atom, std::size_t c, answer_verdict& verdict) {
-      attempt_ended(self, c, std::move(verdict));
+    [self](done_atom, std::size_t c, std::uint32_t seq, answer_verdict& verdict) {
+      attempt_ended(self, c, seq, std::move(verdict));
     },
     [self](retry_atom, std::size_t c) { start_attempt(self, c); },
     [self](deadline_atom) { on_deadline(self); },

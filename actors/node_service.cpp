@@ -7,6 +7,8 @@
 //                                           each call ends), and monitors it: if the gateway worker
 //                                           goes, the call is cancelled)
 //
+// The node's worker is the gateway's section worker: its calls go through the same attempt
+// runner and call face (attempt_runner.hpp), unguarded (the gateway guards and counts them).
 // A gRPC section's work comes with its request message already encoded: the node has no
 // descriptors, so it makes the call as the work says and answers with the messages undecoded;
 // the gateway's worker decodes them with the descriptors its request began on.

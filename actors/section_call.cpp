@@ -1,3 +1,6 @@
+// A section's call resolved for one request (section_call), and each of its calls' one
+// description for the call face (call_request_of: a call_description, its deadline header written
+// on the stack).
 #include <algorithm>
 #include <array>
 #include <charconv>
@@ -79,8 +82,8 @@ std::unique_ptr<section_call> make_section_call(const section_config& section, s
   return made;
 }
 
-section_call_request call_request_of(const section_call& call, millis left, steady_time now) {
-  section_call_request request;
+call_description call_request_of(const section_call& call, millis left, steady_time now) {
+  call_description request;
   const auto& work = call.work;
   request.url = work.url;
   request.timeout = left;
@@ -100,28 +103,28 @@ section_call_request call_request_of(const section_call& call, millis left, stea
       request.method = work.method;
     request.body = work.body;
   }
+  static const std::string none; // gRPC says it in grpc-timeout
+  request.header_lines = call_header_lines(work.headers, call.grpc ? none : work.deadline_header, left,
+                                           call.deadline - now);
+  return request;
+}
+
+std::string call_header_lines(const std::vector<std::string>& headers, const std::string& deadline_header,
+                              millis call_timeout, std::chrono::nanoseconds left) {
   // The deadline line is written on the stack (a header name is short; a longer one spills to
   // the heap): every call's line was a string allocated only to be copied into the block.
   std::string_view deadline_line;
   std::array<char, 128> on_stack;
   std::string spilled;
-  if (!work.deadline_header.empty() && !call.grpc) { // gRPC says it in grpc-timeout
+  if (!deadline_header.empty()) {
     char* out = on_stack.data();
-    if (work.deadline_header.size() + deadline_line_extra > on_stack.size()) {
-      spilled.resize(work.deadline_header.size() + deadline_line_extra);
+    if (deadline_header.size() + deadline_line_extra > on_stack.size()) {
+      spilled.resize(deadline_header.size() + deadline_line_extra);
       out = spilled.data();
     }
-    deadline_line = {out, write_deadline_line(out, work.deadline_header, left, call.deadline - now)};
+    deadline_line = {out, write_deadline_line(out, deadline_header, call_timeout, left)};
   }
-  request.header_lines = header_block(work.headers, deadline_line);
-  return request;
-}
-
-std::string deadline_header_line(const std::string& name, millis call_timeout,
-                                 std::chrono::nanoseconds left) {
-  std::string line(name.size() + deadline_line_extra, '\0');
-  line.resize(write_deadline_line(line.data(), name, call_timeout, left));
-  return line;
+  return header_block(headers, deadline_line);
 }
 
 } // namespace gather

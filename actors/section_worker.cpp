@@ -2,11 +2,11 @@
 //
 //   coordinator --run--------------> worker --lookup--> section_cache   (cached sections only:
 //                                           <--hit | lead | joined(outcome)--  see section_cache.hpp)
-//                                    worker --submit--> downstream_client (Beast on the event loops)
-//   coordinator <--attempt(i)------- worker <--done---- downstream_client
+//                                    worker --start---> attempt_runner -> call_face -> downstream_client
+//   coordinator <--attempt(i)------- worker <--done(seq)-- (the call's verdict, from its loop)
 //                                    worker --retry---> worker (a delayed message: the backoff)
-//                                    worker <--slow---- downstream_client (a call unanswered after the
-//                                                       hedge delay: one more call of the attempt)
+//                                    worker <--hedge--- (a call unanswered after the hedge
+//                                                       delay: one more call of the attempt)
 //                                    worker --store---> section_cache   (a flight's leader)
 //                                    worker --work----> node_service on a cluster node, which runs
 //                                           <--attempt, called(gRPC code), section_outcome--
@@ -23,6 +23,10 @@
 // (section_attempts.hpp): the attempt's calls are cancelled, closing their downstream connections,
 // a remote run leaves its node, a probe ends as failed. Every call and every remote run holds its
 // bulkhead slot (concurrency_limit::slot), given back when it goes, however it ends.
+//
+// The attempts' calls, spans, slots and the retry step are the attempt runner's
+// (attempt_runner.hpp), which the batch coordinator shares; this worker decides when to hedge,
+// guards each attempt and places it.
 //
 // This file: the actor, attempts, calls, hedges and retries. The guard: section_worker_guard.cpp;
 // a cached section's lookup and flight: section_worker_cache.cpp; an attempt run on a cluster
@@ -42,7 +46,6 @@
 #include "gather/downstream/answer/downstream_answer.hpp"
 #include "gather/actors/messages.hpp"
 #include "gather/ops/metrics.hpp"
-#include "gather/downstream/answer/retry_rule.hpp"
 #include "gather/actors/process_services.hpp"
 #include "gather/actors/section_cache.hpp"
 #include "gather/actors/serving_config.hpp"
@@ -76,7 +79,7 @@ void reply(worker_ptr self, section_outcome&& outcome) {
 }
 
 void finish(worker_ptr self, section_outcome&& outcome) {
-  outcome.attempts = self->state.attempts;
+  outcome.attempts = self->state.runner.calls();
   outcome.hedges = self->state.hedges;
   if (outcome.not_made == not_made_reason::none)
     outcome.not_made = self->state.not_made;
@@ -86,10 +89,10 @@ void finish(worker_ptr self, section_outcome&& outcome) {
     reply(self, std::move(outcome));
 }
 
-/// A call started, here or on a node (which reports its calls to the worker that sent it).
+/// A call started, here or on a node (which reports its calls to the worker that sent it): the
+/// runner has counted it; the metrics and the coordinator are told.
 void count_attempt(worker_ptr self, bool retry) {
   auto& st = self->state;
-  ++st.attempts;
   if (retry && st.call.guard)
     st.serving->counters.retry(st.call.route, st.call.index);
   // The coordinator reads the count only if it answers before this section ends: a shared counter,
@@ -106,13 +109,13 @@ void count_attempt(worker_ptr self, bool retry) {
 /// after its attempt or its request ended).
 std::optional<std::chrono::microseconds> hedge_delay(const section_worker_state& st, steady_time now) {
   const auto* guard = st.call.guard;
-  if (!guard || !guard->hedge || st.attempt.calls_made() > guard->hedge->max)
+  if (!guard || !guard->hedge || st.runner.attempt_calls() >= guard->hedge->max) // with this call: > max
     return std::nullopt;
   const auto delay = guard->hedge_delay();
   if (!delay)
     return std::nullopt;
   const auto at = now + *delay;
-  if (at >= st.attempt.started() + millis{st.call.work.timeout_ms} || at >= st.call.deadline)
+  if (at >= st.runner.attempt_started() + millis{st.call.work.timeout_ms} || at >= st.call.deadline)
     return std::nullopt;
   return delay;
 }
@@ -121,49 +124,20 @@ std::optional<std::chrono::microseconds> hedge_delay(const section_worker_state&
 /// left of the attempt's: hedges never outlive the attempt they belong to.
 void launch_call(worker_ptr self, bool retry, concurrency_limit::slot slot) {
   auto& st = self->state;
-  count_attempt(self, retry);
   const auto now = clock::now();
   const auto attempt_timeout = millis{st.call.work.timeout_ms};
   const auto left = std::max(millis{1}, attempt_timeout - std::chrono::duration_cast<millis>(
-                                                            now - st.attempt.started()));
-  auto request = call_request_of(st.call, left, now);
-  auto span = call_span::begin(&st.services->spans, request.header_lines, st.call.name, st.attempts,
-                               st.call.trace ? &*st.call.trace : nullptr);
-  if (st.call.grpc)
-    span.rpc(st.call.grpc->path);
-  const auto seq = ++st.next_seq;
-  st.attempt.count_call(seq);
-  auto me = caf::actor_cast<caf::actor>(self);
-  auto progress = st.call.progress;
-  auto* stats = &st.services->stats;
-  // The hedge timer is the call's own timer (downstream_client.hpp): a call that answers in time
-  // costs no timer, message or wake-up for the hedge it did not need.
-  if (const auto delay = hedge_delay(st, now)) {
-    request.slow_after = *delay;
-    request.slow = [me, progress, attempt = st.attempt.number()] {
-      if (!progress->answered.load(std::memory_order_relaxed))
-        caf::anon_send(me, hedge_atom::value, attempt);
-    };
-  }
-  // Runs on an event loop's thread, the answer already classified (call_face.hpp): count or
-  // forward, nothing else.
-  std::uint32_t picked = 0;
-  if (request.upstream) {
-    request.avoid = st.endpoints_used;
-    request.picked = &picked;
-  }
-  auto transfer = start_section_call(
-      st.services->client, std::move(request), [me, progress, stats, seq](answer_verdict&& v) {
-        if (progress->answered.load(std::memory_order_relaxed))
-          stats->late_replies.fetch_add(1, std::memory_order_relaxed);
-        else
-          caf::anon_send(me, done_atom::value, seq, std::move(v));
-      });
-  if (picked != 0)
-    st.endpoints_used.push_back(picked);
-  st.attempt.add(seq, transfer, now, std::move(span), std::move(slot));
+                                                            now - st.runner.attempt_started()));
+  const auto hedge_after = hedge_delay(st, now);
+  // The answered flag is the request's (an alias of its progress, no allocation).
+  call_return to{caf::actor_cast<caf::actor>(self),
+                 std::shared_ptr<const std::atomic<bool>>(st.call.progress, &st.call.progress->answered),
+                 &st.services->stats, 0};
+  st.runner.launch(call_request_of(st.call, left, now),
+                   call_labels{&st.services->spans, &st.call.name, st.call.trace ? &*st.call.trace : nullptr},
+                   std::move(to), hedge_after, std::move(slot), now);
+  count_attempt(self, retry);
 }
-
 
 /// On a cluster node every attempt (the first and each retry) must be for an origin the node was
 /// started with: anything else ends `error` here, no call made, and is logged.
@@ -190,16 +164,14 @@ void start_attempt(worker_ptr self, concurrency_limit::slot slot) {
   auto& st = self->state;
   if (!origin_allowed(self))
     return;
-  st.attempt = hedged_attempt{st.services->client, ++st.attempt_no, clock::now()};
-  const bool retry = st.attempts > 0;
-  if (!retry && st.call.guard)
-    st.call.guard->budget.first_attempt(st.attempt.started());
+  const bool retry = st.runner.calls() > 0;
+  st.runner.begin_attempt(clock::now(), st.call.guard ? &st.call.guard->budget : nullptr);
   launch_call(self, retry, std::move(slot));
 }
 
 void on_hedge(worker_ptr self, std::uint32_t attempt) {
   auto& st = self->state;
-  if (attempt != st.attempt.number() || !st.attempt.running())
+  if (attempt != st.runner.attempt() || !st.runner.running())
     return; // that attempt has ended
   auto slot = st.call.guard->bulkhead.try_take();
   if (!slot) {
@@ -217,20 +189,20 @@ void execute(worker_ptr self);
 void retry_or_finish(worker_ptr self, bool retryable, section_outcome&& outcome) {
   auto& st = self->state;
   const auto& work = st.call.work;
-  auto next = decide_retry(retryable, st.attempts, retry_of(work), millis{work.timeout_ms},
-                           st.call.deadline, clock::now());
-  if (next.what == retry_decision::kind::retry && budget_allows_extra(self)) {
-    st.last_failure = std::move(outcome);
-    if (next.backoff.count() == 0)
-      execute(self);
-    else
-      self->delayed_send(self, next.backoff, retry_atom::value);
-    return;
+  auto* guard = st.call.guard;
+  switch (st.runner.after_failure(self, 0, retryable, retry_of(work), millis{work.timeout_ms},
+                                  st.call.deadline, guard ? &guard->budget : nullptr, outcome)) {
+    case retry_step::now:
+      st.last_failure = std::move(outcome);
+      return execute(self);
+    case retry_step::later: // (retry_atom) after the backoff
+      st.last_failure = std::move(outcome);
+      return;
+    case retry_step::none:
+      break;
   }
-  if (next.what == retry_decision::kind::too_late)
-    outcome.detail += "; no retry: it would not finish before the deadline";
-  else if (next.what == retry_decision::kind::retry)
-    outcome.detail += "; no retry: the retry budget of its host is spent";
+  if (outcome.not_made == not_made_reason::retry_budget) // the budget refused: counted
+    st.serving->counters.budget_denied(st.call.route, st.call.index);
   finish(self, std::move(outcome));
 }
 
@@ -257,7 +229,7 @@ void call_ended(worker_ptr self, std::uint32_t seq, answer_verdict&& verdict) {
   auto& st = self->state;
   steady_time started;
   call_span span;
-  if (!st.attempt.end_call(seq, started, span)) { // cancelled while its answer was on the way
+  if (!st.runner.end_call(seq, started, span)) { // cancelled while its answer was on the way
     st.services->stats.late_replies.fetch_add(1, std::memory_order_relaxed);
     return;
   }
@@ -275,13 +247,13 @@ void call_ended(worker_ptr self, std::uint32_t seq, answer_verdict&& verdict) {
     if (guard && guard->latencies)
       guard->latencies->record(
           std::chrono::duration_cast<std::chrono::microseconds>(clock::now() - started));
-    if (st.attempt.calls_made() > 1)
-      st.serving->counters.hedge(st.call.route, st.call.index, st.attempt.is_hedge(seq));
-    st.attempt.cancel(); // the others: their connections close, their answers never come
+    if (st.runner.attempt_calls() > 1)
+      st.serving->counters.hedge(st.call.route, st.call.index, st.runner.is_hedge(seq));
+    st.runner.cancel(); // the others: their connections close, their answers never come
     circuit_record(self, false);
     return finish(self, std::move(outcome));
   }
-  if (st.attempt.running())
+  if (st.runner.running())
     return; // another call of this attempt may still succeed
   circuit_record(self, true);
   retry_or_finish(self, retryable, std::move(outcome));
@@ -325,7 +297,7 @@ section_worker_state::~section_worker_state() {
   // coordinator is told, as its run request's error told it before (docs/actors.md).
   section_outcome outcome;
   outcome.status = section_status::error;
-  outcome.attempts = attempts;
+  outcome.attempts = runner.calls();
   outcome.detail = "worker: ended without an answer";
   caf::anon_send(coordinator, outcome_atom::value, call.index, std::move(outcome));
 }
@@ -336,6 +308,7 @@ caf::behavior section_worker(caf::stateful_actor<section_worker_state>* self, ca
                              std::unique_ptr<section_call> call) {
   auto& st = self->state;
   st.services = &services;
+  st.runner = attempt_runner{services.client};
   st.serving = std::move(serving);
   st.alive = live_count{services.stats.workers};
   st.call = std::move(*call);
@@ -364,16 +337,21 @@ caf::behavior section_worker(caf::stateful_actor<section_worker_state>* self, ca
       run(self);
       return st.promise;
     },
-    [self](done_atom, std::uint32_t seq, answer_verdict& verdict) {
+    [self](done_atom, std::size_t, std::uint32_t seq, answer_verdict& verdict) {
       call_ended(self, seq, std::move(verdict));
     },
-    [self](retry_atom) { execute(self); },
+    [self](retry_atom, std::size_t) { execute(self); },
     [self](shared_atom, std::int32_t what, std::string& data, std::int64_t fresh_ms) {
       shared_found(self, what, data, fresh_ms);
     },
     [self](poll_atom) { shared_poll(self); },
-    [self](hedge_atom, std::uint32_t attempt) { on_hedge(self, attempt); },
-    [self](attempt_atom, std::size_t) { count_attempt(self, self->state.attempts > 0); }, // from the node
+    [self](hedge_atom, std::size_t, std::uint32_t attempt) { on_hedge(self, attempt); },
+    [self](attempt_atom, std::size_t) { // a call the node made
+      auto& runner = self->state.runner;
+      const bool retry = runner.calls() > 0;
+      runner.count_call();
+      count_attempt(self, retry);
+    },
     [self](called_atom, std::int32_t code) { // a gRPC call the node made ended
       auto& st = self->state;
       if (st.call.guard)

@@ -23,7 +23,7 @@ void circuit_moved(worker_ptr self, circuit_breaker::state to) {
 void not_made(worker_ptr self, not_made_reason why) {
   auto& st = self->state;
   st.not_made = why;
-  if (st.attempts > 0) { // a retry: the section ends with the last attempt's result
+  if (st.runner.calls() > 0) { // a retry: the section ends with the last attempt's result
     auto outcome = std::move(st.last_failure);
     outcome.detail += std::string{"; no retry: "} + to_string(why);
     return finish(self, std::move(outcome));
@@ -82,7 +82,8 @@ void circuit_record(worker_ptr self, bool failed) {
   }
 }
 
-/// A retry or a hedge asks the host's budget; false (counted) when it has no room.
+/// A hedge asks the host's budget; false (counted) when it has no room. (A retry asks it through
+/// the attempt runner's after_failure, and retry_or_finish counts a refusal.)
 bool budget_allows_extra(worker_ptr self) {
   auto& st = self->state;
   if (!st.call.guard || st.call.guard->budget.try_extra(clock::now()))

@@ -74,11 +74,11 @@ void node_failed(worker_ptr self, const std::string& why) {
 void run_remote(worker_ptr self, std::size_t node, caf::actor actor, concurrency_limit::slot slot) {
   auto& st = self->state;
   st.remote.emplace(st.services->nodes, node, actor, std::move(slot));
-  if (st.call.guard && st.attempts == 0)
+  if (st.call.guard && st.runner.calls() == 0)
     st.call.guard->budget.first_attempt(clock::now());
   self->monitor(actor); // a dead node fails its work now, not at the request's timeout
   auto work = st.call.work;
-  work.attempts = std::max(1, work.attempts - st.attempts); // what is left of the policy
+  work.attempts = std::max(1, work.attempts - st.runner.calls()); // what is left of the policy
   work.budget_ms = time_left(st).count();
   if (st.call.grpc)
     add_grpc_call(work, *st.call.grpc);

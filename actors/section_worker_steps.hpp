@@ -29,7 +29,7 @@ void retry_or_finish(worker_ptr self, bool retryable, section_outcome&& outcome)
 std::optional<concurrency_limit::slot> admit(worker_ptr self);
 /// An attempt admitted by the circuit ended: it counts in the window, or it was the probe.
 void circuit_record(worker_ptr self, bool failed);
-/// A retry or a hedge asks the host's budget; false (counted) when it has no room.
+/// A hedge asks the host's budget; false (counted) when it has no room (a retry: the runner).
 bool budget_allows_extra(worker_ptr self);
 
 // section_worker_cache.cpp

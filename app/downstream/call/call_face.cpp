@@ -1,3 +1,5 @@
+// The call face (call_face.hpp): one call_description to the protocol that carries it (an
+// upstream's endpoint picked first), and its answer to one verdict on the loop that ran it.
 #include "gather/downstream/call/call_face.hpp"
 
 #include <algorithm>
@@ -138,8 +140,7 @@ std::vector<std::pair<std::string, std::string>> metadata_of(const std::string& 
   return out;
 }
 
-std::uint64_t start_section_call(downstream_client& client, section_call_request request,
-                                 verdict_completion done) {
+std::uint64_t start_call(downstream_client& client, call_description request, verdict_completion done) {
   std::shared_ptr<const call_target> target;
   std::shared_ptr<endpoint_call> held;
   if (request.upstream) {

@@ -9,6 +9,7 @@
 
 #include <caf/stateful_actor.hpp>
 
+#include "gather/actors/attempt_runner.hpp"
 #include "gather/downstream/answer/batch_plan.hpp"
 #include "gather/config/config.hpp"
 #include "gather/tracing/call_span.hpp"
@@ -51,11 +52,9 @@ struct batch_coordinator_state {
   std::vector<phase> phases;         ///< per call
   std::vector<section_outcome> outcomes;
   std::vector<steady_time> started;
-  std::vector<std::uint64_t> transfers; ///< per call: the attempt in flight, 0 when none
-  std::vector<call_span> spans;         ///< per call: that attempt's CLIENT span
-  /// Per call, the upstream's endpoints its attempts went to (a retry goes elsewhere); empty
-  /// when the batch url names no upstream.
-  std::vector<std::vector<std::uint32_t>> endpoints_used;
+  /// Per call: its attempts (the call in flight and its span, the calls made, the upstream's
+  /// endpoints they went to).
+  std::vector<attempt_runner> runners;
   std::size_t next_call = 0;            ///< calls start in order: every call from here is waiting
   std::size_t running = 0;              ///< calls started and not done (backoff included)
   std::size_t open = 0;                 ///< calls not done
@@ -64,7 +63,7 @@ struct batch_coordinator_state {
   bool opened = false;                  ///< a progressive answer's head has left
   std::vector<std::vector<std::size_t>> rows_of_call; ///< progressive answers: the rows each call serves
 
-  ~batch_coordinator_state(); ///< cancels the transfers still in flight: however it ends, none outlives it
+  ~batch_coordinator_state(); ///< its runners cancel the calls still in flight: none outlives it
   static inline const char* name = "batch_coordinator";
 };
 

@@ -1,8 +1,8 @@
 // What a section worker starts and must end, each an object that ends itself (RAII): whatever
 // ends the worker (its answer, its coordinator's end, a kill), the state goes and these clean up.
 //
-//   hedged_attempt  an attempt run here: its calls (the first and its hedges); cancels those
-//                   still running (their connections close, their spans end "cancelled", their
+//   attempt_runner  (attempt_runner.hpp) the attempts run here: cancels the calls still
+//                   running (their connections close, their spans end "cancelled", their
 //                   bulkhead slots go back)
 //   remote_run      an attempt run on a cluster node: counted on that node, holding its slot
 //   local_run       a section run here while the cluster has nodes: counted in this process's share
@@ -22,63 +22,11 @@
 #include "gather/config/config.hpp"
 #include "gather/resilience/circuit_breaker.hpp"
 #include "gather/resilience/concurrency_limit.hpp"
-#include "gather/tracing/call_span.hpp"
 
 namespace gather {
 
 class cluster;
-class downstream_client;
 class metrics;
-
-/// One downstream call of an attempt (the first call, or a hedge).
-struct running_call {
-  std::uint32_t seq = 0;      ///< tells its completion from another call's
-  std::uint64_t transfer = 0; ///< the client's id
-  steady_time started;
-  call_span span;             ///< its CLIENT span: hedges and retries each have their own
-  concurrency_limit::slot slot; ///< its place in the route section's bulkhead, while it runs
-};
-
-/// An attempt run here: its calls, the first and then its hedges; the first ok wins.
-class hedged_attempt {
-public:
-  hedged_attempt() = default; ///< none yet
-  hedged_attempt(downstream_client& client, std::uint32_t number, steady_time started)
-    : client_(&client), number_(number), started_(started) {}
-  hedged_attempt(hedged_attempt&& other) noexcept;
-  hedged_attempt& operator=(hedged_attempt&& other) noexcept; ///< cancels this one's calls first
-  hedged_attempt(const hedged_attempt&) = delete;
-  hedged_attempt& operator=(const hedged_attempt&) = delete;
-  ~hedged_attempt() { cancel(); }
-
-  std::uint32_t number() const { return number_; } ///< a hedge timer names its attempt
-  steady_time started() const { return started_; }
-  std::int32_t calls_made() const { return calls_made_; }
-  bool running() const { return !calls_.empty(); }
-  /// True when call `seq` was a hedge, not the attempt's first call.
-  bool is_hedge(std::uint32_t seq) const { return seq != first_; }
-
-  /// Counts call `seq` as made (before it is submitted: its hedge delay depends on the count).
-  void count_call(std::uint32_t seq);
-  /// Call `seq` has been submitted: it runs, holding `slot`, until end_call() or cancel(). Made in
-  /// place, its span moved once: a running_call carries the span's strings, which every move of
-  /// it copies (three moves a call before, ~1k instructions of a four-section request).
-  void add(std::uint32_t seq, std::uint64_t transfer, steady_time started, call_span&& span,
-           concurrency_limit::slot&& slot);
-  /// Call `seq` ended: taken out of the attempt, its start and span handed over, its slot given
-  /// back. False when it is no longer running (cancelled while its answer was already on the way).
-  bool end_call(std::uint32_t seq, steady_time& started, call_span& span);
-  /// Cancels every call still running.
-  void cancel();
-
-private:
-  downstream_client* client_ = nullptr;
-  std::vector<running_call> calls_;
-  std::uint32_t number_ = 0;
-  std::uint32_t first_ = 0; ///< seq of the attempt's first call
-  std::int32_t calls_made_ = 0;
-  steady_time started_{};
-};
 
 /// An attempt running on a cluster node: the node counts it as in flight, and it holds the
 /// attempt's bulkhead slot, until it goes.

@@ -12,6 +12,7 @@
 #include <caf/typed_response_promise.hpp>
 
 #include "gather/config/config.hpp"
+#include "gather/actors/attempt_runner.hpp"
 #include "gather/actors/request_progress.hpp"
 #include "gather/actors/section_attempts.hpp"
 #include "gather/downstream/call/call_face.hpp"
@@ -69,12 +70,14 @@ std::unique_ptr<section_call> make_section_call(const section_config& section, s
 
 /// One call of `call`'s current attempt, which has `left` of its timeout at `now`: what the call
 /// face (call_face.hpp) starts, its headers with the deadline header (gRPC: grpc-timeout instead).
-section_call_request call_request_of(const section_call& call, millis left, steady_time now);
+call_description call_request_of(const section_call& call, millis left, steady_time now);
 
-/// "Name: N": the deadline header of a call that may take `call_timeout` with `left` until the
-/// request's deadline: the smaller of the two in whole milliseconds, at least 1.
-std::string deadline_header_line(const std::string& name, millis call_timeout,
-                                 std::chrono::nanoseconds left);
+/// A call's header lines (header_block): `headers`, then, unless `deadline_header` is empty, its
+/// deadline line "Name: N" for a call that may take `call_timeout` with `left` until the
+/// request's deadline (the smaller of the two in whole milliseconds, at least 1). Sections and
+/// batch calls alike.
+std::string call_header_lines(const std::vector<std::string>& headers, const std::string& deadline_header,
+                              millis call_timeout, std::chrono::nanoseconds left);
 
 struct section_worker_state {
   const process_services* services = nullptr; ///< set when spawned, never null afterwards
@@ -93,18 +96,13 @@ struct section_worker_state {
   live_count alive;                 ///< in gateway_stats::workers while the worker lives
   // What the worker started ends itself when the state goes (section_attempts.hpp): the worker
   // needs no destructor, however it ends.
-  hedged_attempt attempt;           ///< the attempt running here now, if any
+  attempt_runner runner;            ///< the attempts run here, the calls of the current one
   std::optional<remote_run> remote; ///< the attempt running on a cluster node now, if any
   std::optional<local_run> local;   ///< counted in the cluster's local share (it has nodes)
   circuit_probe probe;              ///< set when this section is its circuit's half-open probe
-  std::uint32_t next_seq = 0;
-  std::uint32_t attempt_no = 0;     ///< attempts started here: a hedge timer names its attempt
   section_outcome last_failure;     ///< what the section ends with when a retry is not made
   std::int32_t hedges = 0;
   not_made_reason not_made = not_made_reason::none;
-  std::int32_t attempts = 0;
-  /// The upstream's endpoints its calls went to, in order: a retry or a hedge avoids them.
-  std::vector<std::uint32_t> endpoints_used;
   steady_time started;
   std::uint32_t sent = 0;          ///< work sent to nodes so far: tells a stale answer from the current one
   // A cache_shared section's way through the shared store (section_worker_shared.cpp):

@@ -1,7 +1,10 @@
-// The one face a section's attempt calls through, whatever carries the call: HTTP/1.1, HTTP/2
-// JSON ("http2": true) or gRPC. It starts one call and, on the loop that ran it, turns its answer
-// into the verdict a section takes (status, whether it may be retried, the data projected by
-// `fields`), so the worker never knows which protocol it used.
+// The one call interface the actors use for every protocol (HTTP/1.1, HTTP/2 JSON with
+// "http2": true, gRPC): the actor (through its attempt runner, attempt_runner.hpp) builds one
+// call_description, start_call() starts it and, on the loop that ran it, turns its answer into
+// the one verdict a section or a batch call takes (status, whether it may be retried, the data
+// projected by `fields`), and cancel_call() ends it early. The actor never knows which protocol
+// carried it; below this face each protocol keeps only its loop's own state (downstream_client's
+// transfer_request for HTTP/1.1 and HTTP/2 JSON, grpc_call_request and stream_request for gRPC).
 #pragma once
 
 #include <chrono>
@@ -38,8 +41,8 @@ struct grpc_call_part {
   std::size_t max_messages = 0;
 };
 
-/// One call of a section's attempt.
-struct section_call_request {
+/// One call: what an actor's attempt asks of the downstream, whatever the protocol.
+struct call_description {
   std::string url;          ///< the URL, or the gRPC target (origin)
   std::string header_lines; ///< "Name: value\r\n" each, the call's span begun on them
   std::string deadline_header; ///< a gRPC call's, its name (lower case) when set: not sent as metadata
@@ -71,8 +74,11 @@ using verdict_completion = std::function<void(answer_verdict&&)>;
 /// Starts the call; `done` runs once on the loop that ran it (never if the id is cancelled first).
 /// A call to an upstream's endpoint tells the table how it ended (ok, a failure of the machine,
 /// or another answer): its verdict names the endpoint; a cancelled one only leaves its flight.
-std::uint64_t start_section_call(downstream_client& client, section_call_request request,
-                                 verdict_completion done);
+std::uint64_t start_call(downstream_client& client, call_description call, verdict_completion done);
+
+/// Cancels call `id` (start_call's): thread-safe, idempotent; `done` never runs once its loop has
+/// taken it (downstream_client::cancel).
+inline void cancel_call(downstream_client& client, std::uint64_t id) { client.cancel(id); }
 
 /// The messages of a gRPC call that ended OK as a section's data, with `call`'s descriptors: each
 /// decoded to JSON (the three print choices of grpc_json.hpp) and projected by `fields`; a
