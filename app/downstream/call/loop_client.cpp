@@ -87,7 +87,7 @@ stream_request stream_form(const transfer_request& request) {
 
 loop_client::loop_client(asio::io_context& loop, name_lookups& lookups, std::atomic<std::size_t>& inflight,
                          asio::ssl::context& tls, asio::ssl::context& tls_h2, const link_bounds& bounds)
-  : loop_(loop), inflight_(inflight), h1_(loop, lookups, inflight, tls, bounds.idle_timeout),
+  : loop_(loop), inflight_(inflight), h1_(loop, lookups, inflight, tls, bounds),
     h2_(loop, lookups, inflight, tls_h2, bounds, [this](std::unique_ptr<origin_connection> conn) {
       http1_origins_[conn->key] = std::chrono::steady_clock::now() + http1_origin_memory;
       h1_.give_back(std::move(conn));

@@ -27,6 +27,7 @@
 #include <boost/beast/http/error.hpp>
 
 #include "gather/config/port.hpp"
+#include "gather/downstream/h1/h1_link.hpp"
 
 #include "call/call_timer.hpp"
 #include "pool/retire_epoch.hpp"
@@ -106,6 +107,7 @@ void h1_client::connect(const std::shared_ptr<transfer>& t) {
   t->conn = std::make_unique<origin_connection>(loop_, tls_context_for(t->where, tls_, false), t->where.tls);
   t->conn->key = t->where.key;
   t->conn->endpoint = t->where.endpoint;
+  h1_link::made(t->conn->link, h1_link::bounds_of(t->where.endpoint, bounds_), link_machine::clock::now());
   t->reused = false;
   error_code ec;
   const auto address = asio::ip::make_address(t->where.host, ec);
@@ -166,6 +168,7 @@ void h1_client::connected(const std::shared_ptr<transfer>& t, const error_code& 
 }
 
 void h1_client::send(const std::shared_ptr<transfer>& t) {
+  h1_link::sending(t->conn->link);
   std::size_t sent = 0;
   if (!t->conn->tls_stream) {
     // One non-blocking send first: a request nearly always fits the socket's buffer whole, and
@@ -290,10 +293,8 @@ void h1_client::answered(const std::shared_ptr<transfer>& t) {
   result.body = std::move(parser.body());
   auto conn = std::move(t->conn);
   finish(*t);
-  if (keep && conn->buffer.size() == 0)
-    give_back(std::move(conn));
-  else
-    conn->close();
+  const bool reusable = keep && conn->buffer.size() == 0;
+  give_back(std::move(conn), reusable);
   auto done = std::move(t->done);
   done(std::move(result));
 }

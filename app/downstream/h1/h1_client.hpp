@@ -48,8 +48,8 @@ struct transfer {
 class h1_client {
 public:
   h1_client(asio::io_context& loop, name_lookups& lookups, std::atomic<std::size_t>& inflight,
-            asio::ssl::context& tls, std::chrono::milliseconds idle_timeout)
-    : loop_(loop), lookups_(lookups), tls_(tls), inflight_(inflight), idle_timeout_(idle_timeout), sweep_(loop) {}
+            asio::ssl::context& tls, const link_bounds& bounds)
+    : loop_(loop), lookups_(lookups), tls_(tls), inflight_(inflight), bounds_(bounds), sweep_(loop) {}
 
   /// The loop has stopped (or never ran): nothing runs any more.
   ~h1_client() {
@@ -67,9 +67,11 @@ public:
 
   void abandon(std::uint64_t id);
 
-  /// A connection joins the idle pool: after an answer that keeps it alive, or made elsewhere (an
-  /// https origin whose ALPN chose HTTP/1.1). It is closed after idle_timeout there (0: never).
-  void give_back(std::unique_ptr<origin_connection> conn);
+  /// A connection joins the ready (idle) list of its pool key: after an answer (`reusable`: it
+  /// allows keep-alive and nothing follows it), or made by an HTTP/2 link whose ALPN chose
+  /// HTTP/1.1. Its link machine decides (h1_link.hpp): closed now when it drains (not reusable,
+  /// its endpoint left, older than max_connection_age_ms), else after its idle bound.
+  void give_back(std::unique_ptr<origin_connection> conn, bool reusable = true);
   std::size_t idle_connections() const { return idle_count_; }
 
 private:
@@ -77,9 +79,8 @@ private:
   /// Some endpoint left its upstream since the last look (retire_epoch.hpp): its idle
   /// connections close now.
   void close_retired();
-  /// The connection's idle bound: its upstream's idle_timeout_ms, else downstream_idle_timeout_ms.
-  std::chrono::milliseconds idle_timeout_of(const origin_connection& conn) const;
-  /// The idle pool's one timer: at the oldest idle connection's end, every one that old is closed.
+  /// The ready lists' one timer: at the earliest next check of a ready link's machine (its idle
+  /// bound, its max age), every link then due is closed.
   void sweep_later(std::chrono::steady_clock::time_point at);
   void sweep();
   void connect(const std::shared_ptr<transfer>& t);
@@ -126,10 +127,11 @@ private:
   asio::ssl::context& tls_;
   std::atomic<std::size_t>& inflight_;
   std::unordered_map<std::uint64_t, std::shared_ptr<transfer>> running_;
-  /// Per pool key, oldest first (a connection is taken from the back: the one most likely alive).
+  /// The ready (idle) links per pool key, oldest first (taken from the back: the one most likely
+  /// alive). A busy link is its transfer's (transfer::conn) until its answer.
   std::unordered_map<std::string, std::vector<std::unique_ptr<origin_connection>>> idle_;
   std::size_t idle_count_ = 0;
-  std::chrono::milliseconds idle_timeout_;
+  link_bounds bounds_; ///< downstream_idle_timeout_ms for links to an origin (an upstream's have their own)
   asio::steady_timer sweep_;
   std::optional<std::chrono::steady_clock::time_point> sweep_at_; ///< when the timer is armed for
   std::uint64_t retire_seen_ = 0; ///< the retire_epoch() this loop's pools last acted on

@@ -1,9 +1,11 @@
-// The HTTP/1.1 client's idle keep-alive pools (h1_client.hpp): a connection given back after an
-// answer that keeps it alive, taken again by the next transfer to its pool key, closed after its
-// idle bound by the pools' one timer, or at once when its upstream endpoint left or it is older
-// than the upstream's max_connection_age_ms.
+// The HTTP/1.1 client's ready lists (h1_client.hpp): a connection given back after an answer that
+// keeps it alive, taken again by the next transfer to its pool key, closed when its link machine
+// says (h1_link.hpp): at once when it drains (its upstream endpoint left, it is older than the
+// upstream's max_connection_age_ms, the answer did not allow reuse), or after its idle bound, by
+// the lists' one timer.
 #include "h1/h1_client.hpp"
 
+#include "gather/downstream/h1/h1_link.hpp"
 #include "pool/retire_epoch.hpp"
 
 namespace gather::downstream_loop {
@@ -30,42 +32,40 @@ void h1_client::close_retired() {
       ++it;
       continue;
     }
-    for (auto& conn : pool)
+    for (auto& conn : pool) {
+      conn->link.lost();
       conn->close();
+    }
     idle_count_ -= pool.size();
     it = idle_.erase(it);
   }
 }
 
-std::chrono::milliseconds h1_client::idle_timeout_of(const origin_connection& conn) const {
-  return conn.endpoint ? conn.endpoint->bounds.idle_timeout : idle_timeout_;
-}
-
-void h1_client::give_back(std::unique_ptr<origin_connection> conn) {
-  if (idle_count_ >= max_idle_connections)
+void h1_client::give_back(std::unique_ptr<origin_connection> conn, bool reusable) {
+  const auto now = link_machine::clock::now();
+  const auto& endpoint = conn->endpoint;
+  const bool left = endpoint && endpoint->retired.load(std::memory_order_relaxed);
+  bool ready = false;
+  if (conn->link.state() == link_state::connecting) { // from an HTTP/2 link: ALPN chose HTTP/1.1
+    h1_link::handed(conn->link, h1_link::bounds_of(endpoint, bounds_), now);
+    ready = !left;
+  } else {
+    ready = h1_link::answered(conn->link, reusable, left, now);
+  }
+  if (!ready || idle_count_ >= max_idle_connections) {
+    conn->link.lost();
     return conn->close();
-  const auto now = std::chrono::steady_clock::now();
-  if (const auto& endpoint = conn->endpoint) {
-    const auto max_age = endpoint->bounds.max_age;
-    if (endpoint->retired.load(std::memory_order_relaxed) || (max_age.count() > 0 && now - conn->born >= max_age))
-      return conn->close(); // its endpoint left, or it is too old: no further call on it
   }
   ++idle_count_;
-  conn->idle_since = now;
-  const auto idle = idle_timeout_of(*conn);
-  if (idle.count() == 0) { // never closed for idleness
-    idle_[conn->key].push_back(std::move(conn));
-    return;
-  }
-  const auto ends = conn->idle_since + idle;
-  auto& pool = idle_[conn->key];
-  pool.push_back(std::move(conn));
-  sweep_later(ends);
+  const auto next = conn->link.next_check(); // its idle bound or its age; none: kept while it lives
+  idle_[conn->key].push_back(std::move(conn));
+  if (next)
+    sweep_later(*next);
 }
 
 void h1_client::sweep_later(std::chrono::steady_clock::time_point at) {
   if (sweep_at_ && *sweep_at_ <= at)
-    return; // never, or a sweep comes first (it arms the next one)
+    return; // a sweep comes first (it arms the next one)
   sweep_at_ = at;
   sweep_.expires_at(at);
   sweep_.async_wait([this](const error_code& ec) {
@@ -76,29 +76,29 @@ void h1_client::sweep_later(std::chrono::steady_clock::time_point at) {
 
 void h1_client::sweep() {
   sweep_at_.reset();
-  const auto now = std::chrono::steady_clock::now();
+  const auto now = link_machine::clock::now();
   std::optional<std::chrono::steady_clock::time_point> next;
   for (auto it = idle_.begin(); it != idle_.end();) {
     auto& pool = it->second;
-    // A pool's connections share one idle bound (its key names the upstream, or none): oldest first.
-    const auto idle = pool.empty() ? idle_timeout_ : idle_timeout_of(*pool.front());
-    if (idle.count() == 0) {
-      ++it;
-      continue;
+    std::size_t kept = 0; // the ones not due stay, in their order
+    for (auto& conn : pool) {
+      if (conn->link.due(now) != link_due::nothing || conn->link.state() != link_state::ready) {
+        conn->link.lost();
+        conn->close();
+        continue;
+      }
+      if (const auto at = conn->link.next_check(); at && (!next || *at < *next))
+        next = at;
+      if (&pool[kept] != &conn)
+        pool[kept] = std::move(conn);
+      ++kept;
     }
-    std::size_t old = 0;
-    while (old < pool.size() && now - pool[old]->idle_since >= idle)
-      pool[old++]->close();
-    pool.erase(pool.begin(), pool.begin() + static_cast<std::ptrdiff_t>(old));
-    idle_count_ -= old;
-    if (pool.empty()) {
+    idle_count_ -= pool.size() - kept;
+    pool.resize(kept);
+    if (pool.empty())
       it = idle_.erase(it);
-      continue;
-    }
-    const auto ends = pool.front()->idle_since + idle;
-    if (!next || ends < *next)
-      next = ends;
-    ++it;
+    else
+      ++it;
   }
   if (next)
     sweep_later(*next);

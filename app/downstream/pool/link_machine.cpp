@@ -55,19 +55,30 @@ void link_machine::wait_removed(time_point now) {
 }
 
 void link_machine::opened(std::int32_t stream_id) {
-  open_.insert(stream_id);
+  if (open_.empty() || open_.back() < stream_id)
+    open_.push_back(stream_id);
+  else if (const auto at = std::lower_bound(open_.begin(), open_.end(), stream_id); *at != stream_id)
+    open_.insert(at, stream_id);
   idle_since_.reset();
   if (state_ == link_state::ready && in_use() >= limit_)
     to(link_state::busy);
 }
 
+bool link_machine::forget(std::int32_t stream_id) {
+  const auto at = std::lower_bound(open_.begin(), open_.end(), stream_id);
+  if (at == open_.end() || *at != stream_id)
+    return false;
+  open_.erase(at);
+  return true;
+}
+
 void link_machine::ended(std::int32_t stream_id, time_point now) {
-  open_.erase(stream_id);
+  forget(stream_id);
   settle(now);
 }
 
 void link_machine::reset(std::int32_t stream_id, time_point now) {
-  if (open_.erase(stream_id) == 0)
+  if (!forget(stream_id))
     return;
   if (state_ == link_state::draining || state_ == link_state::closed)
     return; // no stream will be opened on it again: nothing to hold the slot for

@@ -1,6 +1,9 @@
 // One connection to a downstream origin, plain or TLS, as both clients of a loop hold it
 // (h1_client.hpp, h2_link.hpp): an https origin whose ALPN chose HTTP/1.1 moves from one to the
-// other. Private to app/downstream/.
+// other. As an HTTP/1.1 connection it is a link of capacity 1 (link_machine.hpp: connecting,
+// ready while idle, busy with its one request, draining when it must not be reused, closed), so
+// both protocols' connections live and age through the same states and the same transition
+// function. Private to app/downstream/.
 #pragma once
 
 #include <chrono>
@@ -14,6 +17,7 @@
 #include <boost/beast/core/flat_buffer.hpp>
 
 #include "gather/downstream/call/url_split.hpp"
+#include "gather/downstream/pool/link_machine.hpp"
 
 namespace gather::downstream_loop {
 
@@ -42,8 +46,9 @@ struct origin_connection {
   std::optional<asio::ssl::stream<tcp::socket>> tls_stream; ///< https
   boost::beast::flat_buffer buffer;
   std::string key; ///< its pool's: scheme://host:port, the host lower case (split_url)
-  std::chrono::steady_clock::time_point idle_since; ///< while it waits in an idle pool
-  std::chrono::steady_clock::time_point born = std::chrono::steady_clock::now();
+  /// Its state as an HTTP/1.1 link (gather/downstream/h1/h1_link.hpp drives it); an HTTP/2 link has its own machine
+  /// for its streams (h2_link.hpp), and this one starts when ALPN hands the connection to HTTP/1.1.
+  link_machine link{link_bounds{}, link_machine::time_point{}};
   /// The upstream's endpoint it was made for (its bounds, whether it left); null for an origin.
   std::shared_ptr<const call_target> endpoint;
 };

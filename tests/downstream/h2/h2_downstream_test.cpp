@@ -11,6 +11,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -19,6 +20,7 @@
 #include <nlohmann/json.hpp>
 
 #include "gather/downstream/call/downstream_client.hpp"
+#include "gather/runtime/io_loops.hpp"
 
 #include "support/child_process.hpp"
 #include "support/gateway_fixture.hpp"
@@ -359,6 +361,29 @@ struct trusted_h2_ca {
   ~trusted_h2_ca() { ::unsetenv("SSL_CERT_FILE"); }
 };
 
+/// cpp-httplib's TLS server on 127.0.0.1, which speaks no h2: `handler` answers every GET, on one
+/// of `threads` threads (it serves a kept-alive connection on one thread until it closes).
+struct h1_only_tls_server {
+  httplib::SSLServer server;
+  std::thread thread;
+  std::string url; ///< https://127.0.0.1:port/x
+  h1_only_tls_server(const gather::test::tls_files& files, httplib::Server::Handler handler, std::size_t threads = 8)
+    : server(files.cert.c_str(), files.key.c_str()) {
+    REQUIRE(server.is_valid());
+    server.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+    server.Get(".*", std::move(handler));
+    const int port = server.bind_to_any_port("127.0.0.1");
+    thread = std::thread([this] { server.listen_after_bind(); });
+    while (!server.is_running())
+      std::this_thread::yield();
+    url = "https://127.0.0.1:" + std::to_string(port) + "/x";
+  }
+  ~h1_only_tls_server() {
+    server.stop();
+    thread.join();
+  }
+};
+
 } // namespace
 
 TEST_CASE("https with ALPN: h2 when the server chooses it, HTTP/1.1 when it does not", "[h2-downstream]") {
@@ -374,26 +399,80 @@ TEST_CASE("https with ALPN: h2 when the server chooses it, HTTP/1.1 when it does
     CHECK(start_call(client, stream_get(server.url("/trailers", "https")))->wait().how == stream_ending::complete);
   }
   SECTION("a server without h2: the transfer falls back, a call ends no_h2") {
-    httplib::SSLServer server(files.cert.c_str(), files.key.c_str());
-    REQUIRE(server.is_valid());
-    server.Get(".*", [](const httplib::Request&, httplib::Response& res) {
+    h1_only_tls_server server(files, [](const httplib::Request&, httplib::Response& res) {
       res.set_content(R"({"ok":1})", "application/json");
     });
-    const int port = server.bind_to_any_port("127.0.0.1");
-    std::thread thread([&] { server.listen_after_bind(); });
-    while (!server.is_running())
-      std::this_thread::yield();
-    const std::string url = "https://127.0.0.1:" + std::to_string(port) + "/x";
+    const std::string url = server.url;
     for (int i = 0; i < 2; ++i) { // the first through the ALPN probe, the second remembered
       const auto r = h2_fetch(client, url);
       CHECK(r.error == transfer_error::none);
       CHECK(r.body == R"({"ok":1})");
     }
     CHECK(start_call(client, stream_get(url))->wait().how == stream_ending::no_h2);
-    server.stop();
-    thread.join();
   }
   client_is_empty(client);
+}
+
+TEST_CASE("an HTTP/1.1-only TLS origin with http2: calls at once all answered, its links pooled and closed when idle",
+          "[h2-downstream]") {
+  // The connections ALPN made HTTP/1.1 are links of the one HTTP/1.1 pool (h1_link.hpp): reused
+  // while ready, closed after downstream_idle_timeout_ms. The server tells them apart by the
+  // client's port.
+  const auto& files = gather::test::tls_files::get();
+  trusted_h2_ca ca(files.cert);
+  std::mutex mutex;
+  std::vector<int> ports; // per request, in arrival order
+  h1_only_tls_server server(files, [&](const httplib::Request& req, httplib::Response& res) {
+    {
+      std::lock_guard lock(mutex);
+      ports.push_back(req.remote_port);
+    }
+    res.set_content(R"({"ok":1})", "application/json");
+  }, 48);
+  const std::string url = server.url;
+  const auto ports_seen = [&] {
+    std::lock_guard lock(mutex);
+    return ports;
+  };
+  io_loops loops(1);
+  loops.start();
+  {
+    downstream_client client(loops, link_bounds{300ms, 1000ms});
+    // 24 at once, the first ones through the ALPN answer: none lost, none failed.
+    constexpr int at_once = 24;
+    std::vector<std::promise<transfer_result>> promises(at_once);
+    for (auto& promise : promises) {
+      transfer_request request{url, {}, 3s, 1 << 20};
+      request.http2 = true;
+      client.submit(std::move(request), [&promise](transfer_result&& r) { promise.set_value(std::move(r)); });
+    }
+    for (auto& promise : promises) {
+      auto future = promise.get_future();
+      REQUIRE(future.wait_for(8s) == std::future_status::ready);
+      const auto r = future.get();
+      INFO(r.detail);
+      CHECK(r.error == transfer_error::none);
+      CHECK(r.http_status == 200);
+      CHECK(r.body == R"({"ok":1})");
+    }
+    const auto first = ports_seen();
+    CHECK(first.size() == static_cast<std::size_t>(at_once));
+    const std::set<int> pooled(first.begin(), first.end());
+    // One after another at once: each on a connection of the pool, none new.
+    for (int i = 0; i < 4; ++i)
+      CHECK(h2_fetch(client, url).http_status == 200);
+    const auto reused = ports_seen();
+    for (std::size_t i = first.size(); i < reused.size(); ++i)
+      CHECK(pooled.count(reused[i]) == 1);
+    // Past the idle bound the pool has closed them: the next call comes on a new connection.
+    std::this_thread::sleep_for(700ms); // (the bound under test is time: 300 ms, then slack)
+    CHECK(h2_fetch(client, url).http_status == 200);
+    const auto after = ports_seen();
+    REQUIRE(after.size() == reused.size() + 1);
+    CHECK(pooled.count(after.back()) == 0);
+    client_is_empty(client);
+  }
+  loops.stop();
 }
 
 TEST_CASE("a section and a batch with http2 true call over h2c, a failing one degrades as any", "[h2-downstream]") {

@@ -1,11 +1,16 @@
 // The pooled link's state machine (link_machine.hpp) without a socket: every transition, a reset
 // stream's slot and the link it retires, GOAWAY with streams above and below its last id, a link
-// going quiet, the idle bound. Time is a value the test moves.
+// going quiet, the idle bound; and an HTTP/1.1 connection as a link of capacity one (h1_link.hpp):
+// from connecting through its request to ready (idle), the idle bound, the reasons it drains
+// instead of being reused (Connection: close, its endpoint left, its age), and a connection handed
+// over by an HTTP/2 link whose ALPN chose HTTP/1.1. Time is a value the test moves.
 #include <catch2/catch.hpp>
 
+#include <memory>
 #include <utility>
 #include <vector>
 
+#include "gather/downstream/h1/h1_link.hpp"
 #include "gather/downstream/pool/link_machine.hpp"
 
 using namespace std::chrono_literals;
@@ -257,4 +262,140 @@ TEST_CASE("link machine: past max_age a link takes no new stream and closes once
   ageless.machine.opened(1);
   CHECK(ageless.machine.due(ageless.at(3600000ms)) == link_due::nothing);
   CHECK(ageless.machine.state() == link_state::ready);
+}
+
+// An HTTP/1.1 connection as a link (h1_link.hpp).
+
+namespace h1_link = gather::h1_link;
+
+namespace {
+
+/// An HTTP/1.1 link made at t0 whose transitions are recorded.
+struct recorded_h1_link {
+  link_machine::time_point t0 = link_machine::clock::now();
+  link_machine link{link_bounds{}, t0};
+  std::vector<std::pair<link_state, link_state>> moves;
+  explicit recorded_h1_link(link_bounds bounds = {60000ms, 1000ms, 0ms}) {
+    h1_link::made(link, bounds, t0);
+    link.watch([this](link_state from, link_state to) { moves.emplace_back(from, to); });
+  }
+  link_machine::time_point at(std::chrono::milliseconds after) const { return t0 + after; }
+  /// One request sent and answered (keep-alive) at `after`; whether it may be reused.
+  bool request(std::chrono::milliseconds after) {
+    h1_link::sending(link);
+    return h1_link::answered(link, true, false, at(after));
+  }
+};
+
+} // namespace
+
+TEST_CASE("h1 link: made connecting with its transfer waiting, busy with its request, ready once answered",
+          "[unit][downstream]") {
+  recorded_h1_link l;
+  CHECK(l.link.state() == link_state::connecting);
+  CHECK(l.link.in_use() == 1); // the transfer that made it
+  h1_link::sending(l.link);
+  CHECK(l.link.state() == link_state::busy);
+  CHECK(l.link.limit() == h1_link::capacity);
+  CHECK(l.link.open_streams() == 1);
+  CHECK(h1_link::answered(l.link, true, false, l.at(5ms)));
+  CHECK(l.link.state() == link_state::ready);
+  CHECK(l.link.in_use() == 0);
+  CHECK(l.link.takes_stream());
+  const std::vector<std::pair<link_state, link_state>> expected{
+    {link_state::connecting, link_state::ready}, {link_state::ready, link_state::busy}, {link_state::busy, link_state::ready}};
+  CHECK(l.moves == expected);
+  SECTION("taken again from the ready list: busy, then ready") {
+    h1_link::sending(l.link);
+    CHECK(l.link.state() == link_state::busy);
+    CHECK(h1_link::answered(l.link, true, false, l.at(10ms)));
+    CHECK(l.link.state() == link_state::ready);
+  }
+}
+
+TEST_CASE("h1 link: a ready link with no request for its idle bound is due to close, 0 is never",
+          "[unit][downstream]") {
+  SECTION("idle bound 100 ms") {
+    recorded_h1_link l({100ms, 1000ms, 0ms});
+    REQUIRE(l.request(10ms));
+    REQUIRE(l.link.next_check().has_value());
+    CHECK(*l.link.next_check() == l.at(110ms));
+    CHECK(l.link.due(l.at(109ms)) == link_due::nothing);
+    CHECK(l.link.due(l.at(110ms)) == link_due::idle);
+  }
+  SECTION("a request in between restarts it") {
+    recorded_h1_link l({100ms, 1000ms, 0ms});
+    REQUIRE(l.request(10ms));
+    h1_link::sending(l.link);
+    CHECK(l.link.due(l.at(200ms)) == link_due::nothing); // busy: never idle
+    REQUIRE(h1_link::answered(l.link, true, false, l.at(200ms)));
+    CHECK(l.link.due(l.at(299ms)) == link_due::nothing);
+    CHECK(l.link.due(l.at(300ms)) == link_due::idle);
+  }
+  SECTION("downstream_idle_timeout_ms 0") {
+    recorded_h1_link l({0ms, 1000ms, 0ms});
+    REQUIRE(l.request(10ms));
+    CHECK_FALSE(l.link.next_check().has_value());
+    CHECK(l.link.due(l.at(3600000ms)) == link_due::nothing);
+  }
+}
+
+TEST_CASE("h1 link: Connection: close, bytes after the answer or a retired endpoint drain it instead of reuse",
+          "[unit][downstream]") {
+  recorded_h1_link l;
+  h1_link::sending(l.link);
+  const bool endpoint_left = GENERATE(false, true);
+  const bool reusable = endpoint_left; // one reason at a time: Connection: close, or the endpoint left
+  CHECK_FALSE(h1_link::answered(l.link, reusable, endpoint_left, l.at(5ms)));
+  CHECK(l.link.state() == link_state::draining);
+  CHECK(l.link.due(l.at(5ms)) == link_due::drained);
+  CHECK_FALSE(l.link.takes_stream());
+  l.link.lost();
+  CHECK(l.link.state() == link_state::closed);
+  CHECK(l.moves.back() == std::pair{link_state::draining, link_state::closed});
+}
+
+TEST_CASE("h1 link: past max_connection_age_ms it is not reused, and a ready one is due to close",
+          "[unit][downstream][upstreams]") {
+  SECTION("answered after its age") {
+    recorded_h1_link l({60000ms, 1000ms, 100ms});
+    CHECK(l.request(50ms));
+    CHECK_FALSE(l.request(150ms));
+    CHECK(l.link.state() == link_state::draining);
+  }
+  SECTION("aging while ready") {
+    recorded_h1_link l({60000ms, 1000ms, 100ms});
+    REQUIRE(l.request(50ms));
+    REQUIRE(l.link.next_check().has_value());
+    CHECK(*l.link.next_check() == l.at(100ms)); // the age comes before the idle bound
+    CHECK(l.link.due(l.at(99ms)) == link_due::nothing);
+    CHECK(l.link.due(l.at(100ms)) == link_due::drained);
+    CHECK(l.link.state() == link_state::draining);
+  }
+}
+
+TEST_CASE("h1 link: a connection an HTTP/2 link's ALPN gave to HTTP/1.1 is ready at once, with the bounds given",
+          "[unit][downstream]") {
+  const auto t0 = link_machine::clock::now();
+  link_machine link{link_bounds{}, link_machine::time_point{}}; // as origin_connection holds it before
+  CHECK(link.state() == link_state::connecting);
+  h1_link::handed(link, {100ms, 1000ms, 0ms}, t0);
+  CHECK(link.state() == link_state::ready);
+  CHECK(link.limit() == h1_link::capacity);
+  CHECK(link.takes_stream());
+  CHECK(link.due(t0 + 100ms) == link_due::idle); // an unused hand-over closes after its idle bound
+  h1_link::sending(link);
+  CHECK(link.state() == link_state::busy);
+  CHECK_FALSE(link.takes_stream());
+}
+
+TEST_CASE("h1 link: an upstream endpoint's bounds, else the pool's", "[unit][downstream][upstreams]") {
+  const link_bounds pool{60000ms, 1000ms, 0ms};
+  CHECK(h1_link::bounds_of(nullptr, pool).idle_timeout == 60000ms);
+  auto endpoint = std::make_shared<gather::call_target>();
+  endpoint->bounds.idle_timeout = 5000ms;
+  endpoint->bounds.max_age = 600000ms;
+  const std::shared_ptr<const gather::call_target> target = endpoint;
+  CHECK(h1_link::bounds_of(target, pool).idle_timeout == 5000ms);
+  CHECK(h1_link::bounds_of(target, pool).max_age == 600000ms);
 }

@@ -18,7 +18,7 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
-#include <set>
+#include <vector>
 
 namespace gather {
 
@@ -122,7 +122,11 @@ private:
   link_bounds bounds_;
   link_state state_ = link_state::connecting;
   std::uint32_t limit_ = assumed_streams;
-  std::set<std::int32_t> open_;
+  /// The open streams' ids, ascending (a client's ids only grow, so an open is an append): kept in a
+  /// vector, whose room stays, so a link of capacity 1 (HTTP/1.1) allocates nothing per request.
+  std::vector<std::int32_t> open_;
+  /// Takes `stream_id` out of open_; false when it was not there.
+  bool forget(std::int32_t stream_id);
   std::size_t waiting_ = 0;
   std::size_t held_ = 0;        ///< reset by the gateway, never known to be freed
   bool goaway_ = false;         ///< draining because the server said GOAWAY: the quiet bound applies
