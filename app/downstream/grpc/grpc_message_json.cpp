@@ -8,13 +8,14 @@
 // two agree on everything else (tests/downstream/grpc/grpc_json_test.cpp compares them).
 #include "gather/downstream/grpc/grpc_message_json.hpp"
 
+#include "gather/values/json_plain.hpp"
+
 #include <cerrno>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <cstdint>
 #include <cstdlib>
-#include <cstring>
 #include <ctime>
 
 #include <google/protobuf/descriptor.h>
@@ -268,38 +269,18 @@ std::optional<nlohmann::json> message_json(const pb::Message& message) {
 
 namespace {
 
-/// Written by nlohmann as it is: printable ASCII but `"` and `\\` (it escapes nothing else).
-/// Eight bytes at a time (a byte-at-a-time test was ~6 instructions a byte).
-bool plain_text(const std::string& text) {
-  constexpr std::uint64_t ones = 0x0101010101010101ULL, highs = 0x8080808080808080ULL;
-  const char* in = text.data();
-  const std::size_t n = text.size();
-  std::size_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    std::uint64_t w;
-    std::memcpy(&w, in + i, 8);
-    const std::uint64_t low = w - 0x20 * ones;                  // a byte below 0x20
-    const std::uint64_t quote = (w ^ ('"' * ones)) - ones;      // a byte equal to '"'
-    const std::uint64_t backslash = (w ^ ('\\' * ones)) - ones; // a byte equal to '\\'
-    if ((((low | quote | backslash) & ~w) | w) & highs)
-      return false;
-  }
-  for (; i < n; ++i) {
-    const auto c = static_cast<unsigned char>(in[i]);
-    if (c < 0x20 || c >= 0x80 || c == '"' || c == '\\')
-      return false;
-  }
-  return true;
-}
-
+/// A string nlohmann writes as it is (printable ASCII but `"` and `\\`: it escapes nothing else)
+/// copied; any other by nlohmann.
 void put_string(std::string& out, const std::string& text) {
-  if (!plain_text(text)) {
+  const std::size_t at = out.size();
+  out.resize(at + text.size() + 2);
+  out[at] = '"';
+  if (copy_plain_json(out.data() + at + 1, text) != text.size()) {
+    out.resize(at);
     out += json(text).dump();
     return;
   }
-  out += '"';
-  out += text;
-  out += '"';
+  out.back() = '"';
 }
 
 void put_text(std::string& out, const json& value) {
