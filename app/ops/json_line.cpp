@@ -1,5 +1,7 @@
 #include "gather/ops/json_line.hpp"
 
+#include "gather/values/json_plain.hpp"
+
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
@@ -51,33 +53,7 @@ std::size_t utf8_sequence(std::string_view text, std::size_t i, std::size_t& bad
 }
 
 
-/// Copies the bytes of `text` that JSON writes as they are (printable ASCII but `"` and `\`) to
-/// `out`, up to the first one that is not; returns how many. Eight bytes at a time while they last
-/// (a word holds such a byte iff one of its bytes is below 0x20, 0x22, 0x5C or above 0x7F: with no
-/// such byte none of the subtractions below borrows, so no high bit is set), then byte by byte.
-std::size_t copy_plain(char* out, std::string_view text) {
-  constexpr std::uint64_t ones = 0x0101010101010101ULL, highs = 0x8080808080808080ULL;
-  const char* in = text.data();
-  const std::size_t n = text.size();
-  std::size_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    std::uint64_t w;
-    std::memcpy(&w, in + i, 8);
-    const std::uint64_t low = w - 0x20 * ones;                 // a byte below 0x20
-    const std::uint64_t quote = (w ^ ('"' * ones)) - ones;     // a byte equal to '"'
-    const std::uint64_t backslash = (w ^ ('\\' * ones)) - ones; // a byte equal to '\'
-    if ((((low | quote | backslash) & ~w) | w) & highs)
-      break;
-    std::memcpy(out + i, &w, 8);
-  }
-  for (; i < n; ++i) {
-    const auto c = static_cast<unsigned char>(in[i]);
-    if (c < 0x20 || c >= 0x80 || c == '"' || c == '\\')
-      break;
-    out[i] = in[i];
-  }
-  return i;
-}
+std::size_t copy_plain(char* out, std::string_view text) { return copy_plain_json(out, text); }
 
 /// Writes `text` from its byte `i` on, escaped, at `out`, which has room for 6 bytes per byte
 /// left (the most one byte can become: \u00XX; U+FFFD's 3 bytes replace at least one); returns

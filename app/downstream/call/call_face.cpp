@@ -7,6 +7,7 @@
 #include "gather/downstream/grpc/grpc_call.hpp"
 #include "gather/downstream/call/header_names.hpp"
 #include "gather/downstream/grpc/grpc_json.hpp"
+#include "gather/downstream/grpc/grpc_message_json.hpp"
 #include "gather/downstream/grpc/proto_catalog.hpp"
 
 namespace gather {
@@ -107,7 +108,7 @@ grpc::conversion grpc_data_of(const std::vector<std::string>& messages, const gr
   }
   if (max_items != 0 && data.size() > max_items)
     data.erase(data.begin() + static_cast<std::ptrdiff_t>(max_items), data.end());
-  out.text = (call.plan->server_streaming() ? data : data.at(0)).dump();
+  out.text = grpc::json_text(call.plan->server_streaming() ? data : data.at(0));
   out.ok = true;
   return out;
 }

@@ -103,19 +103,23 @@ std::vector<std::string> downstream_headers(const std::vector<std::string>& forw
 }
 
 std::string header_block(const std::vector<std::string>& lines, std::string_view last) {
-  std::size_t size = last.size() + 2;
+  std::size_t size = last.empty() ? 0 : last.size() + 2;
   for (const auto& line : lines)
     size += line.size() + 2;
-  std::string block;
-  block.reserve(size);
-  for (const auto& line : lines) {
-    block += line;
-    block += "\r\n";
-  }
-  if (!last.empty()) {
-    block += last;
-    block += "\r\n";
-  }
+  // Written in place at its final size: an append per line and per CRLF (a call into libstdc++
+  // each) was ~590 instructions a call for S1's four lines (bench/callgrind.sh 4 200).
+  std::string block(size, '\0');
+  char* at = block.data();
+  const auto put = [&at](std::string_view text) {
+    text.copy(at, text.size());
+    at += text.size();
+    *at++ = '\r';
+    *at++ = '\n';
+  };
+  for (const auto& line : lines)
+    put(line);
+  if (!last.empty())
+    put(last);
   return block;
 }
 

@@ -8,9 +8,13 @@
 // two agree on everything else (tests/downstream/grpc/grpc_json_test.cpp compares them).
 #include "gather/downstream/grpc/grpc_message_json.hpp"
 
+#include "gather/values/json_plain.hpp"
+
 #include <cerrno>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
+#include <cstdint>
 #include <cstdlib>
 #include <ctime>
 
@@ -261,6 +265,74 @@ private:
 
 std::optional<nlohmann::json> message_json(const pb::Message& message) {
   return writer{}.message(message);
+}
+
+namespace {
+
+/// A string nlohmann writes as it is (printable ASCII but `"` and `\\`: it escapes nothing else)
+/// copied; any other by nlohmann.
+void put_string(std::string& out, const std::string& text) {
+  const std::size_t at = out.size();
+  out.resize(at + text.size() + 2);
+  out[at] = '"';
+  if (copy_plain_json(out.data() + at + 1, text) != text.size()) {
+    out.resize(at);
+    out += json(text).dump();
+    return;
+  }
+  out.back() = '"';
+}
+
+void put_text(std::string& out, const json& value) {
+  switch (value.type()) {
+    case json::value_t::object: {
+      out += '{';
+      bool first = true;
+      for (auto it = value.begin(); it != value.end(); ++it) {
+        if (!first)
+          out += ',';
+        first = false;
+        put_string(out, it.key());
+        out += ':';
+        put_text(out, it.value());
+      }
+      out += '}';
+      return;
+    }
+    case json::value_t::array: {
+      out += '[';
+      bool first = true;
+      for (const auto& member : value) {
+        if (!first)
+          out += ',';
+        first = false;
+        put_text(out, member);
+      }
+      out += ']';
+      return;
+    }
+    case json::value_t::string: return put_string(out, value.get_ref<const std::string&>());
+    case json::value_t::boolean: out += value.get<bool>() ? "true" : "false"; return;
+    case json::value_t::null: out += "null"; return;
+    case json::value_t::number_integer:
+    case json::value_t::number_unsigned: {
+      char digits[24];
+      const auto end = value.is_number_unsigned() ? std::to_chars(digits, digits + sizeof digits, value.get<std::uint64_t>()).ptr
+                                                  : std::to_chars(digits, digits + sizeof digits, value.get<std::int64_t>()).ptr;
+      out.append(digits, end);
+      return;
+    }
+    default: out += value.dump(); return; // a float, binary, discarded: nlohmann's own text
+  }
+}
+
+} // namespace
+
+std::string json_text(const json& value) {
+  std::string out;
+  out.reserve(256);
+  put_text(out, value);
+  return out;
 }
 
 } // namespace gather::grpc

@@ -233,6 +233,7 @@ TEST_CASE("gRPC answers: the reflection writer gives protobuf's printer's JSON f
     const auto reference = json::parse(printed.text);
     INFO("differences: " << json::diff(ours.value, reference).dump());
     CHECK(ours.value == reference);
+    CHECK(gather::grpc::json_text(ours.value) == ours.value.dump()); // the section's data, as text
     (gather::grpc::message_json(*message) ? written : left_to_printer)++;
   }
   INFO("written " << written << ", left to the printer " << left_to_printer);
@@ -255,4 +256,23 @@ TEST_CASE("gRPC answers: the default message prints every field with its default
   CHECK(ours.value.count("c_s") == 0);
   CHECK(ours.value.count("opt_i") == 0);
   CHECK(ours.value == json::parse(gather::grpc::decode_message_printed(types, *every, "").text));
+}
+
+TEST_CASE("gRPC answers: json_text writes what nlohmann's dump writes, byte for byte", "[unit][grpc]") {
+  const std::string bad_utf8 = "ok \xC3\x28 not";
+  const std::vector<json> values = {
+      json::object(), json::array(), nullptr, true, false, 0, -1, std::int64_t{-9223372036854775807LL - 1},
+      std::uint64_t{18446744073709551615ULL}, 1.0, -0.0, 0.1, 1e300, 5e-324, 1.5e20,
+      std::numeric_limits<double>::quiet_NaN(), "", "plain text, eight+ bytes long",
+      "a \"quote\" and a \\ backslash", "tab\tnew\nline\rcr\bbs\fff", std::string("nul\0in", 6), "\x01\x1f\x7f",
+      "caf\xC3\xA9 \xE6\x9B\xB8 \xF0\x9F\x93\x9A", "/slash/", "12345678\"",
+      json::parse(R"({"b":[1,2.5,"x",{"k\u00e9y":null}],"a":{"":{}},"c\"q":[[],[[]]]})"),
+      json::array({json::object({{"isbn", "978-7"}, {"pages", 320}, {"price", 19.99}}), json::array({-3, "y"})})};
+  for (const auto& value : values) {
+    INFO(value.dump(-1, ' ', true, json::error_handler_t::replace));
+    CHECK(gather::grpc::json_text(value) == value.dump());
+  }
+  // Ill-formed UTF-8: nlohmann's error, as dump() gives it.
+  CHECK_THROWS_AS(gather::grpc::json_text(json(bad_utf8)), json::type_error);
+  CHECK_THROWS_AS(gather::grpc::json_text(json::object({{bad_utf8, 1}})), json::type_error);
 }
