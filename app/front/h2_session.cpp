@@ -30,7 +30,16 @@ bool token_bucket::take(clock::time_point now) {
 // ---- the codec's events -------------------------------------------------------------------------
 
 void* h2_session::stream_opened(std::int32_t stream) {
-  return abuse_ == h2_abuse::none ? events_.stream_opened(stream) : nullptr;
+  if (abuse_ != h2_abuse::none)
+    return nullptr;
+  if (client_left_) {
+    // A stream the client opens after its own GOAWAY is refused, whatever else is queued: nghttp2
+    // itself drops it only once nothing is left to send, which would make serving it depend on
+    // how the client's bytes were cut into reads (found by fuzz/fuzz_h2.cpp).
+    codec_.reset(stream, h2_code::refused_stream);
+    return nullptr;
+  }
+  return events_.stream_opened(stream);
 }
 
 void h2_session::headers_begin(std::int32_t, void*, http2::h2_block) {
@@ -40,7 +49,7 @@ void h2_session::headers_begin(std::int32_t, void*, http2::h2_block) {
 
 void h2_session::header(std::int32_t stream, void* record, http2::h2_block kind, std::string_view name,
                         std::string_view value) {
-  if (kind != http2::h2_block::request || abuse_ != h2_abuse::none || header_list_refused_)
+  if (!record || kind != http2::h2_block::request || abuse_ != h2_abuse::none || header_list_refused_)
     return; // trailers are read and dropped (their size is bounded by the same checks)
   header_bytes_ += name.size() + value.size() + field_overhead;
   if (header_bytes_ > limits_.max_header_list_bytes) {
@@ -52,7 +61,7 @@ void h2_session::header(std::int32_t stream, void* record, http2::h2_block kind,
 }
 
 void h2_session::headers_end(std::int32_t stream, void* record, http2::h2_block kind, bool ends_stream) {
-  if (abuse_ != h2_abuse::none)
+  if (!record || abuse_ != h2_abuse::none)
     return;
   if (kind == http2::h2_block::request)
     events_.head_done(stream, record, ends_stream);
@@ -61,12 +70,12 @@ void h2_session::headers_end(std::int32_t stream, void* record, http2::h2_block 
 }
 
 void h2_session::data(std::int32_t stream, void* record, std::string_view bytes) {
-  if (abuse_ == h2_abuse::none)
+  if (record && abuse_ == h2_abuse::none)
     events_.body(stream, record, bytes);
 }
 
 void h2_session::data_end(std::int32_t stream, void* record) {
-  if (abuse_ == h2_abuse::none)
+  if (record && abuse_ == h2_abuse::none)
     events_.body_done(stream, record);
 }
 
@@ -82,6 +91,10 @@ long h2_session::body_bytes(std::int32_t stream, void* record, std::uint8_t* out
     return http2::h2_defer;
   end = last ? http2::h2_body_end::last : http2::h2_body_end::more;
   return n;
+}
+
+void h2_session::goaway(std::int32_t, std::uint32_t, std::string_view) {
+  client_left_ = true;
 }
 
 void h2_session::frame_received(http2::h2_frame type, std::int32_t, bool ack) {

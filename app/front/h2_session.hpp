@@ -105,6 +105,8 @@ private:
   long body_bytes(std::int32_t stream, void* record, std::uint8_t* out, std::size_t room,
                   http2::h2_body_end& end) override;
   void frame_received(http2::h2_frame type, std::int32_t stream, bool ack) override;
+  /// The client's GOAWAY: its streams open so far are served; any it opens later is refused.
+  void goaway(std::int32_t last_stream, std::uint32_t code, std::string_view debug) override;
 
   h2_events& events_;
   const http2_limits limits_;
@@ -112,6 +114,7 @@ private:
   token_bucket control_;
   std::size_t header_bytes_ = 0; ///< of the header list being decoded
   bool header_list_refused_ = false;
+  bool client_left_ = false; ///< the client sent GOAWAY
   h2_abuse abuse_ = h2_abuse::none;
   std::vector<http2::h2_field> fields_; ///< an answer's head as the codec takes it (reused)
   http2::h2_codec codec_;               ///< last: built once the bounds above are

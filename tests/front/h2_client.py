@@ -257,6 +257,22 @@ def case_refuse(port, path, count, limit):
     return {"refused": len(refused), "codes": sorted(set(refused.values())), "answered": len(statuses)}
 
 
+def case_goaway_then_requests(port, path):
+    """Stream 1, then the client's own GOAWAY, then streams 3 and 5, in one write: which streams
+    get an answer (HEADERS), which a reset, until the server closes the connection."""
+    r = raw(port)
+    r.send(r.headers(1, path) + GoAwayFrame(0, last_stream_id=0).serialize() +
+           r.headers(3, path) + r.headers(5, path))
+    answered, reset = [], {}
+    for f in r.frames(5000):
+        if isinstance(f, HeadersFrame):
+            answered.append(f.stream_id)
+        elif isinstance(f, RstStreamFrame):
+            reset[str(f.stream_id)] = f.error_code
+    r.sock.close()
+    return {"answered": sorted(answered), "reset": reset}
+
+
 def case_rapid_reset(port, path, count):
     """HEADERS then RST_STREAM(CANCEL) for `count` streams, as fast as they can be written."""
     r = raw(port)
@@ -439,7 +455,7 @@ CASES = {
     "continuation_flood": case_continuation_flood, "big_headers": case_big_headers,
     "flood": case_flood, "window_stall": case_window_stall, "socket_stall": case_socket_stall,
     "incomplete": case_incomplete, "ask": case_ask, "stream_stall": case_stream_stall,
-    "pipeline": case_pipeline,
+    "pipeline": case_pipeline, "goaway_then_requests": case_goaway_then_requests,
 }
 
 if __name__ == "__main__":

@@ -246,6 +246,18 @@ TEST_CASE("HTTP/2: more streams than max_concurrent_streams are refused as RFC 9
   normal_request_answered(gw.port());
 }
 
+TEST_CASE("HTTP/2: streams a client opens after its own GOAWAY are refused, the one before it is answered", "[front][h2]") {
+  h2_downstream down;
+  running_gateway gw{h2_config(down.server.base_url())};
+  const auto seen = h2_case("goaway_then_requests", gw.port(), {"/p"});
+  INFO(seen.dump());
+  CHECK(seen["answered"] == json::array({1}));
+  for (const auto& [stream, code] : seen["reset"].items())
+    CHECK(code == 7); // REFUSED_STREAM: safe for the client to send again elsewhere
+  CHECK(down.server.calls() == 1);
+  normal_request_answered(gw.port());
+}
+
 TEST_CASE("HTTP/2: rapid reset of 2000 streams ends in GOAWAY with far fewer downstream calls", "[front][h2][hostile]") {
   h2_downstream down;
   running_gateway gw{h2_config(down.server.base_url())};
