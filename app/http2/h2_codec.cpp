@@ -138,10 +138,6 @@ struct h2_codec_callbacks {
         c.events_.goaway(frame->goaway.last_stream_id, frame->goaway.error_code,
                          text(frame->goaway.opaque_data, frame->goaway.opaque_data_len));
         break;
-      case NGHTTP2_PING:
-        if (ack)
-          c.events_.ping_acked();
-        break;
       default:
         break;
     }
@@ -320,10 +316,6 @@ void h2_codec::resume(std::int32_t stream) {
 
 void h2_codec::reset(std::int32_t stream, std::uint32_t code) {
   nghttp2_submit_rst_stream(session_, NGHTTP2_FLAG_NONE, stream, code);
-}
-
-void h2_codec::ping() {
-  nghttp2_submit_ping(session_, NGHTTP2_FLAG_NONE, nullptr);
 }
 
 void h2_codec::goaway(std::uint32_t code) {

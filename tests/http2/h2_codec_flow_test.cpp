@@ -41,17 +41,6 @@ TEST_CASE("h2 codec: flow control, bodies larger than every window, both ways", 
   }
 }
 
-TEST_CASE("h2 codec: a PING's round trip", "[unit][h2-codec]") {
-  using namespace gather::test;
-  using namespace gather::http2;
-  codec_end client(h2_role::client), server(h2_role::server);
-  codec_exchange(client, server);
-  client.codec.ping();
-  codec_exchange(client, server);
-  CHECK(client.pings_acked == 1);
-  CHECK(server.pings_acked == 0); // it answered; it asked nothing
-}
-
 TEST_CASE("h2 codec: malformed frames from the peer end the connection with a clear failure", "[unit][h2-codec]") {
   using namespace gather::test;
   using namespace gather::http2;

@@ -51,7 +51,6 @@ struct codec_end final : h2_codec_events {
   std::vector<std::pair<std::int32_t, bool>> not_sent;
   std::vector<std::uint32_t> settings_seen;
   std::vector<std::pair<std::int32_t, std::uint32_t>> goaways;
-  int pings_acked = 0;
   bool inside_every_event = true;
   bool receive_ok = true;
 
@@ -119,7 +118,6 @@ struct codec_end final : h2_codec_events {
   void goaway(std::int32_t last_stream, std::uint32_t code, std::string_view) override {
     goaways.emplace_back(last_stream, code);
   }
-  void ping_acked() override { ++pings_acked; }
 
   /// What this end has to send now.
   std::string take() {

@@ -1,6 +1,6 @@
 // One HTTP/2 connection's codec over libnghttp2, apart from any socket (sans-IO), for either end:
 // bytes in (receive) become events (h2_codec_events), bytes to send are pulled (produce), and what
-// to send is submitted (a request, a response, trailers, RST_STREAM, PING, GOAWAY). The framing,
+// to send is submitted (a request, a response, trailers, RST_STREAM, GOAWAY). The framing,
 // HPACK, flow control (windows opened again as DATA is read) and RFC 9113's checks are nghttp2's;
 // the codec holds nghttp2's callbacks, the first SETTINGS, the header blocks told field by field,
 // the body providers and what went wrong, once, for the three users that each wrapped nghttp2
@@ -126,8 +126,6 @@ public:
   virtual void settings(std::uint32_t /*max_concurrent_streams*/) {}
   /// The peer goes away: streams above `last_stream` are closed (REFUSED_STREAM) right after.
   virtual void goaway(std::int32_t /*last_stream*/, std::uint32_t /*code*/, std::string_view /*debug*/) {}
-  /// The peer answered a ping().
-  virtual void ping_acked() {}
 };
 
 class h2_codec {
@@ -166,8 +164,6 @@ public:
   void resume(std::int32_t stream);
   /// RST_STREAM with an RFC 9113 error code (h2_codes.hpp).
   void reset(std::int32_t stream, std::uint32_t code);
-  /// A PING; ping_acked() when the peer answers (a round trip after what was sent before it).
-  void ping();
   /// Graceful: GOAWAY with the last stream the peer opened that was taken (a server's), no new
   /// streams; those begun finish.
   void goaway(std::uint32_t code);
