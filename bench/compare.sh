@@ -36,11 +36,12 @@ for ((r = 1; r <= ROUNDS; r++)); do
     who=${sides[k]}; bin=$GATHER
     ((k > 0)) && bin=${PEER_LIST[k - 1]}
     echo "== round $r: $who ($bin)"
-    # Scenario names (S0..S4, S1b) have one to three words after them: read the row's figures from its end.
+    # Scenario names (S0..S4, S1b; "book page") have one to three words after them: read the row's
+    # figures from its end (the name is its first word).
     spans=${SPANS:-}; [[ $(basename "$bin") == gather ]] || spans= # a peer takes no `tracing` key
     SPANS=$spans GATHER_BIN=$bin "$ROOT/bench/run.sh" "${scenarios[@]}" | tee -a "$ROWS.log" |
       awk -v who="$who" 'function flush() { if (row != "") print row, u, k, sl, pr, mf, st; row = "" }
-        /^S[0-9][a-z]? / { flush(); u = k = sl = pr = mf = st = "-"
+        /^(S[0-9][a-z]? |book page )/ { flush(); u = k = sl = pr = mf = st = "-"
                      row = who " " $1 " " $(NF-10) " " $(NF-7) " " $(NF-6) " " $(NF-4) " " $(NF-3) " " $(NF-2) " " $NF }
         /us_cpu\/req user/ { u = $3; sub(/,/, "", u); k = $5; sub(/;/, "", k); st = ($8 == "" ? "-" : $8) } # the user/kernel split of the row above, and the steal beside it
         /switches\/req sleeps/ { sl = $3; sub(/,/, "", sl); pr = $5; sub(/;/, "", pr); mf = ($8 == "" ? "-" : $8) } # its context switches, page faults
