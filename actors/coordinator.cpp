@@ -6,8 +6,8 @@
 //   +-------------------------+    timer, at the         |
 //   |       coordinator       |<---route's deadline)-----+
 //   +-------------------------+
-//      | spawn + request(run)           ^ section_outcome (a `then`, never `await`)
-//      v                                |
+//      | spawn (the worker starts       ^ (outcome_atom, index, section_outcome): one plain
+//      v  as it is spawned)             |   message per worker, no request and no `then`
 //   worker[base]  worker[price]  ...  worker[coupon]  (spawned once their dependencies ended ok)
 //
 // Besides messages, the request's actors share one request_progress: the coordinator sets
@@ -27,7 +27,8 @@
 // once every required section has ended ok; the last event replaces the whole answer. A client
 // that hangs up mid-answer makes the front stop the coordinator: its exit handler logs the 499.
 //
-// Why `then` and not `await`: in CAF 0.17 an `await` holds back every other message, the deadline
+// Why a plain message and not a request: a request costs each section a request id, a response
+// handler and a promise, and an `await` on it would hold back every other message, the deadline
 // included, until its reply comes (docs/actors.md). Why the deadline comes from the front: the
 // connection's timer is on an event loop that is awake anyway, where CAF's delayed_send is an entry
 // on its clock thread, a thread wake-up per request (docs/performance.md).
