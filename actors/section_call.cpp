@@ -67,6 +67,7 @@ std::unique_ptr<section_call> make_section_call(const section_config& section, s
   call.store_time = in.store_time;
   call.guard = &serving.guards.section(route, index);
   call.upstream = serving.section_upstream(route, index);
+  call.origin = serving.section_origin(route, index);
   if (section.cache_ttl.count() > 0) {
     // Keyed by the forwarded headers' values too (the claim headers of a route with auth among
     // them): two tenants, or two users, never see each other's data. Claims in the URL are in it.
@@ -94,6 +95,7 @@ call_description call_request_of(const section_call& call, millis left, steady_t
   request.http2 = work.http2;
   request.grpc = call.grpc;
   request.upstream = call.upstream;
+  request.origin = call.origin;
   if (call.grpc) // what metadata_of leaves out; an HTTP call's line is in its header block
     request.deadline_header = work.deadline_header;
   if (work.write) { // a route's write (docs/api.md#write-routes)

@@ -71,10 +71,14 @@ serving_config::serving_config(config c, std::uint64_t n, metrics::registry& ser
     upstreams(upstreams_of(cfg, upstream_tables)) {
   section_upstreams_.resize(cfg.routes.size());
   batch_upstreams_.resize(cfg.routes.size());
+  section_origins_.resize(cfg.routes.size());
   for (std::size_t r = 0; r < cfg.routes.size(); ++r) {
     const auto& route = cfg.routes[r];
-    for (const auto& section : route.sections)
+    for (const auto& section : route.sections) {
       section_upstreams_[r].push_back(table_of(cfg, upstreams, section.grpc ? section.grpc->target : section.url.source));
+      const bool plain = !section.grpc && !section_upstreams_[r].back();
+      section_origins_[r].push_back(plain ? split_template_origin(section.url.source) : nullptr);
+    }
     if (route.batch)
       batch_upstreams_[r] = table_of(cfg, upstreams, route.batch->grpc ? route.batch->grpc->target : route.batch->url.source);
   }

@@ -185,6 +185,7 @@ std::uint64_t start_call(downstream_client& client, call_description request, ve
   transfer.method = std::move(request.method);
   transfer.body = std::move(request.body);
   transfer.target = std::move(target);
+  transfer.origin = std::move(request.origin);
   return client.submit(std::move(transfer),
                        [fields = std::move(request.fields), max_items = request.max_items, write = request.write,
                         pass = request.pass_errors, held = std::move(held), done = std::move(done)](transfer_result&& r) {

@@ -6,6 +6,23 @@
 
 namespace gather {
 
+namespace {
+
+/// A request target from the URL's text after its authority: "/" when empty, "/?q" for "?q".
+void set_target(std::string& out, std::string_view path) {
+  if (path.empty()) {
+    out.assign(1, '/');
+  } else if (path[0] == '?') {
+    out.resize(path.size() + 1);
+    out[0] = '/';
+    path.copy(out.data() + 1, path.size());
+  } else {
+    out.assign(path.data(), path.size());
+  }
+}
+
+} // namespace
+
 // Once per downstream call, so it reads the URL as views and builds only the strings it returns
 // (a scan per part and a temporary authority cost ~1.8k instructions a call; bench/mallocs.sh).
 std::optional<origin_and_target> split_url(const std::string& text) {
@@ -52,16 +69,7 @@ std::optional<origin_and_target> split_url(const std::string& text) {
   } else {
     port = out.tls ? "443" : "80";
   }
-  const std::string_view path = url.substr(slash);
-  if (path.empty()) {
-    out.target.assign(1, '/');
-  } else if (path[0] == '?') {
-    out.target.resize(path.size() + 1);
-    out.target[0] = '/';
-    path.copy(out.target.data() + 1, path.size());
-  } else {
-    out.target.assign(path.data(), path.size());
-  }
+  set_target(out.target, url.substr(slash));
   out.host.assign(host.data(), host.size());
   out.port.assign(port.data(), port.size());
   // The key written in place at its final size, not a character appended at a time (a capacity
@@ -88,6 +96,43 @@ std::optional<origin_and_target> split_url(const std::string& url, const std::sh
   out->host_header = target->authority;
   out->tls_name = target->server_name;
   out->endpoint = target;
+  return out;
+}
+
+std::shared_ptr<const split_origin> split_template_origin(std::string_view source) {
+  const std::size_t scheme = source.substr(0, 7) == "http://" ? 7 : source.substr(0, 8) == "https://" ? 8 : 0;
+  if (scheme == 0)
+    return nullptr;
+  const std::string_view prefix = source.substr(0, source.find_first_of("/?", scheme));
+  if (prefix.find_first_of("{}", scheme) != std::string_view::npos)
+    return nullptr; // a placeholder in the origin: split per call
+  auto where = split_url(std::string(prefix));
+  if (!where)
+    return nullptr;
+  auto out = std::make_shared<split_origin>();
+  out->prefix.assign(prefix.data(), prefix.size());
+  out->where = std::move(*where);
+  out->where.target.clear();
+  return out;
+}
+
+std::optional<origin_and_target> split_url(const std::string& url, const std::shared_ptr<const call_target>& target,
+                                           const split_origin* origin) {
+  // The prefix compared, not trusted: a URL made elsewhere than from the template is split whole.
+  if (!origin || target || url.compare(0, origin->prefix.size(), origin->prefix) != 0)
+    return split_url(url, target);
+  const std::string_view rest = std::string_view{url}.substr(origin->prefix.size());
+  if (!rest.empty() && rest[0] != '/' && rest[0] != '?')
+    return split_url(url, target); // the authority goes on past the prefix
+  std::optional<origin_and_target> out{std::in_place};
+  set_target(out->target, rest);
+  const auto& where = origin->where;
+  out->tls = where.tls;
+  out->host = where.host;
+  out->port = where.port;
+  out->key = where.key;
+  out->host_header = where.host_header;
+  out->tls_name = where.tls_name;
   return out;
 }
 

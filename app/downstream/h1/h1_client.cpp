@@ -43,7 +43,7 @@ void h1_client::start(std::uint64_t id, transfer_request request, downstream_cli
   t->id = id;
   t->done = std::move(done);
   t->max_body_bytes = request.max_body_bytes;
-  auto where = split_url(request.url, request.target);
+  auto where = split_url(request.url, request.target, request.origin.get());
   const auto& lines = request.header_lines;
   const bool lines_ended = lines.empty() || (lines.size() >= 2 && lines.compare(lines.size() - 2, 2, "\r\n") == 0);
   const bool nowhere = request.target && request.target->address.empty();

@@ -58,6 +58,9 @@ struct section_call {
   /// The upstream the section calls (docs/upstreams.md): each call picks one of its endpoints;
   /// null for a plain origin. Such a section never runs on a cluster node.
   std::shared_ptr<upstream_table> upstream;
+  /// The section's URL template's origin, split when its generation was made (null: its URL is
+  /// split per call: a gRPC section, an upstream's, a cluster node's call).
+  std::shared_ptr<const split_origin> origin;
 };
 
 /// Resolves section `index` of route `route` (in `serving`, the request's generation) for one

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "gather/config/config.hpp"
+#include "gather/downstream/call/url_split.hpp"
 #include "gather/downstream/upstream/upstream_registry.hpp"
 #include "gather/ops/metrics.hpp"
 #include "gather/resilience/section_guards.hpp"
@@ -91,6 +92,12 @@ struct serving_config {
   const std::shared_ptr<upstream_table>& section_upstream(std::size_t route, std::size_t index) const {
     return section_upstreams_[route][index];
   }
+  /// The origin of route `route`'s section `index`'s URL template, split once (url_split.hpp):
+  /// its calls make only their target. Null for a gRPC section, an upstream's, or a template
+  /// whose origin the split refuses (its calls split the whole URL, and fail as they did).
+  const std::shared_ptr<const split_origin>& section_origin(std::size_t route, std::size_t index) const {
+    return section_origins_[route][index];
+  }
   /// The upstream a batch route's url or target names; null for a plain origin or another route.
   const std::shared_ptr<upstream_table>& batch_upstream(std::size_t route) const { return batch_upstreams_[route]; }
 
@@ -102,6 +109,7 @@ struct serving_config {
 private:
   std::vector<std::vector<std::shared_ptr<upstream_table>>> section_upstreams_;
   std::vector<std::shared_ptr<upstream_table>> batch_upstreams_;
+  std::vector<std::vector<std::shared_ptr<const split_origin>>> section_origins_;
 };
 
 /// Where the front takes the generation in force from; the gateway installs a new one on reload.

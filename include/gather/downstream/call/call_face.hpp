@@ -62,6 +62,8 @@ struct call_description {
   /// The section's upstream (docs/upstreams.md): the call goes to one of its endpoints, picked
   /// here; null: to the URL's own origin.
   std::shared_ptr<upstream_table> upstream;
+  /// The URL template's origin, split once (url_split.hpp); null: the URL is split per call.
+  std::shared_ptr<const split_origin> origin;
   /// The endpoints the section's earlier calls went to (their ids): a retry or a hedge goes to
   /// another one when there is one.
   std::vector<std::uint32_t> avoid;

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "gather/downstream/call/call_target.hpp"
+#include "gather/downstream/call/url_split.hpp"
 #include "gather/downstream/pool/link_machine.hpp"
 #include "gather/downstream/call/stream_call.hpp"
 
@@ -45,6 +46,9 @@ struct transfer_request {
   /// An upstream's endpoint (call_target.hpp): the machine the URL's host names; null: the URL's
   /// own origin.
   std::shared_ptr<const call_target> target{};
+  /// The URL template's origin split when the configuration was read (url_split.hpp); null: the
+  /// URL is split whole. Only the target is made from a URL that starts with it.
+  std::shared_ptr<const split_origin> origin{};
 };
 
 enum class transfer_error {

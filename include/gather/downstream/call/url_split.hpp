@@ -5,6 +5,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "gather/downstream/call/call_target.hpp"
 
@@ -23,6 +24,18 @@ struct origin_and_target {
   std::string tls_name;
 };
 
+/// A URL template's origin split once, when its configuration is read: every URL rendered from the
+/// template starts with `prefix` (placeholders never stand in the scheme, host or port), so a call
+/// makes only its target from the rest instead of splitting the whole URL again.
+struct split_origin {
+  std::string prefix;     ///< "scheme://authority" as written in the template
+  origin_and_target where; ///< the origin's fields; `target` empty, no endpoint
+};
+
+/// The origin of a template's `source` (its text up to the first '/' or '?' after the scheme);
+/// null when that part holds a placeholder or is no http(s) origin split_url would take.
+std::shared_ptr<const split_origin> split_template_origin(std::string_view source);
+
 /// Nothing when the URL is not http(s), has user info, an empty host or a port no socket can have.
 std::optional<origin_and_target> split_url(const std::string& url);
 
@@ -30,5 +43,11 @@ std::optional<origin_and_target> split_url(const std::string& url);
 /// authority sent and its server_name checked; nothing when the URL is not http(s). Without a
 /// target, split_url's.
 std::optional<origin_and_target> split_url(const std::string& url, const std::shared_ptr<const call_target>& target);
+
+/// As the overload above, but a URL that starts with `origin`'s prefix (and has no target) takes
+/// the origin's fields as they are and only its target is made from the rest. Without `origin`,
+/// or a URL that does not start with its prefix, the URL is split whole.
+std::optional<origin_and_target> split_url(const std::string& url, const std::shared_ptr<const call_target>& target,
+                                           const split_origin* origin);
 
 } // namespace gather
