@@ -36,7 +36,7 @@ namespace gather::downstream_loop {
 
 using namespace std::string_view_literals; // appends of literals without a strlen each
 
-void h1_client::start(std::uint64_t id, transfer_request request, downstream_client::completion done) {
+void h1_client::start(std::uint64_t id, transfer_request&& request, downstream_client::completion&& done) {
   if (retire_epoch().load(std::memory_order_relaxed) != retire_seen_)
     close_retired();
   auto t = std::make_shared<transfer>(loop_);
