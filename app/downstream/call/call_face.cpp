@@ -141,7 +141,7 @@ std::vector<std::pair<std::string, std::string>> metadata_of(const std::string& 
   return out;
 }
 
-std::uint64_t start_call(downstream_client& client, call_description request, verdict_completion done) {
+std::uint64_t start_call(downstream_client& client, call_description&& request, verdict_completion&& done) {
   std::shared_ptr<const call_target> target;
   std::shared_ptr<endpoint_call> held;
   if (request.upstream) {

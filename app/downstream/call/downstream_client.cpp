@@ -50,9 +50,11 @@ struct downstream_client::impl {
   /// Ids carry their loop (id % loops). A call made on one of the loops stays on it and starts
   /// now: the worker, its call and the answer's read share one thread, and the call costs no
   /// posted handler (a turn of the loop, with an epoll_wait, before it is sent). From elsewhere
-  /// the loops take calls in turn. `run(client, id)` starts it on its loop.
-  template <class Run>
-  std::uint64_t launch(Run run) {
+  /// the loops take calls in turn. `start(client, id)` starts it at once on this thread's loop;
+  /// `posted()` gives what starts it on another (taking the call over) only when it is needed:
+  /// a call made on its loop is passed on by reference, never moved into a closure.
+  template <class Start, class Posted>
+  std::uint64_t launch(Start&& start, Posted&& posted) {
     const std::uint64_t seq = next_id++;
     const std::size_t count = clients.size();
     const auto here = loops.current();
@@ -61,11 +63,11 @@ struct downstream_client::impl {
     ++inflight;
     auto& client = client_of(id);
     if (here) {
-      run(client, id);
+      start(client, id);
       return id;
     }
     ++queued;
-    asio::post(client.loop(), [this, &client, id, run = std::move(run)]() mutable {
+    asio::post(client.loop(), [this, &client, id, run = posted()]() mutable {
       --queued;
       run(client, id);
     });
@@ -88,16 +90,24 @@ downstream_client::downstream_client(io_loops& loops, link_bounds bounds)
 
 downstream_client::~downstream_client() = default;
 
-std::uint64_t downstream_client::submit(transfer_request request, completion done) {
-  return impl_->launch([request = std::move(request), done = std::move(done)](loop_client& client, std::uint64_t id) mutable {
-    client.start(id, std::move(request), std::move(done));
-  });
+std::uint64_t downstream_client::submit(transfer_request&& request, completion&& done) {
+  return impl_->launch(
+      [&](loop_client& client, std::uint64_t id) { client.start(id, std::move(request), std::move(done)); },
+      [&] {
+        return [request = std::move(request), done = std::move(done)](loop_client& client, std::uint64_t id) mutable {
+          client.start(id, std::move(request), std::move(done));
+        };
+      });
 }
 
 std::uint64_t downstream_client::call(stream_request request, std::shared_ptr<stream_events> events) {
-  return impl_->launch([request = std::move(request), events = std::move(events)](loop_client& client, std::uint64_t id) mutable {
-    client.call(id, std::move(request), std::move(events));
-  });
+  return impl_->launch(
+      [&](loop_client& client, std::uint64_t id) { client.call(id, std::move(request), std::move(events)); },
+      [&] {
+        return [request = std::move(request), events = std::move(events)](loop_client& client, std::uint64_t id) mutable {
+          client.call(id, std::move(request), std::move(events));
+        };
+      });
 }
 
 void downstream_client::cancel(std::uint64_t id) {

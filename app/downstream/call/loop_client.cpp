@@ -108,7 +108,7 @@ bool loop_client::speaks_http1_only(const transfer_request& request) {
   return false;
 }
 
-void loop_client::start(std::uint64_t id, transfer_request request, downstream_client::completion done) {
+void loop_client::start(std::uint64_t id, transfer_request&& request, downstream_client::completion&& done) {
   if (!request.http2 || speaks_http1_only(request))
     return h1_.start(id, std::move(request), std::move(done));
   auto call = stream_form(request);

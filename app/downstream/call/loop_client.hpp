@@ -26,7 +26,7 @@ public:
   asio::io_context& loop() { return loop_; }
 
   /// A transfer (counted in `inflight` by the caller): HTTP/1.1, or HTTP/2 with request.http2.
-  void start(std::uint64_t id, transfer_request request, downstream_client::completion done);
+  void start(std::uint64_t id, transfer_request&& request, downstream_client::completion&& done);
   /// A call whose answer arrives as events (counted in `inflight` by the caller).
   void call(std::uint64_t id, stream_request request, std::shared_ptr<stream_events> events) {
     h2_.start(id, std::move(request), std::move(events));

@@ -63,7 +63,7 @@ public:
 
   asio::io_context& loop() { return loop_; }
 
-  void start(std::uint64_t id, transfer_request request, downstream_client::completion done);
+  void start(std::uint64_t id, transfer_request&& request, downstream_client::completion&& done);
 
   void abandon(std::uint64_t id);
 

@@ -25,6 +25,7 @@
 #include "gather/downstream/answer/downstream_answer.hpp"
 #include "gather/downstream/call/downstream_client.hpp"
 #include "support/ports.hpp"
+#include "support/recording_server.hpp"
 #include "support/test_server.hpp"
 
 using namespace std::chrono_literals;
@@ -33,6 +34,9 @@ using gather::transfer_error;
 using gather::transfer_request;
 using gather::transfer_result;
 using gather::test::eventually;
+using gather::test::recorded_answer;
+using gather::test::recorded_request;
+using gather::test::recording_server;
 using gather::test::silent_server;
 using gather::test::test_server;
 using gather::test::unused_port;
@@ -596,6 +600,43 @@ TEST_CASE("a URL the client cannot call is a protocol error, never a crash", "[c
     const transfer_result r = fetch_request(client, request_for(url, 1s));
     CHECK(r.error == transfer_error::protocol);
   }
+}
+
+TEST_CASE("a request's bytes: its target, Host as written, its header lines in order, and a Content-Length but on a bodiless GET", "[client]") {
+  // Byte for byte as they came off the socket (the request is written in place, h1_client.cpp).
+  recording_server server([](const recorded_request&) { return recorded_answer{200, "{}"}; });
+  downstream_client client;
+  auto get = request_for(server.base_url() + "/t?a=1&b=two");
+  get.header_lines = "X-One: 1\r\nX-Two: two words\r\n";
+  CHECK(fetch_request(client, get).http_status == 200);
+  auto removal = request_for(server.base_url() + "?only=query"); // "/?only=query" is sent
+  removal.method = "DELETE";
+  CHECK(fetch_request(client, removal).http_status == 200);
+  auto put = request_for(server.base_url() + "/p");
+  put.method = "PUT";
+  put.header_lines = "Content-Type: application/json\r\n";
+  put.body = std::string(1000, 'x').insert(0, "{\"k\":\"").append("\"}");
+  CHECK(fetch_request(client, put).http_status == 200);
+  const auto seen = server.requests();
+  REQUIRE(seen.size() == 3);
+  const auto host = "127.0.0.1:" + std::to_string(server.port());
+  CHECK(seen[0].method == "GET");
+  CHECK(seen[0].target == "/t?a=1&b=two");
+  REQUIRE(seen[0].headers.size() == 3);
+  CHECK(seen[0].headers[0] == std::make_pair(std::string("host"), host));
+  CHECK(seen[0].headers[1] == std::make_pair(std::string("x-one"), std::string("1")));
+  CHECK(seen[0].headers[2] == std::make_pair(std::string("x-two"), std::string("two words")));
+  CHECK(seen[0].body.empty());
+  CHECK(seen[1].method == "DELETE");
+  CHECK(seen[1].target == "/?only=query");
+  CHECK(seen[1].header("host") == host);
+  CHECK(seen[1].count("content-length") == 1);
+  CHECK(seen[1].header("content-length") == "0");
+  CHECK(seen[2].method == "PUT");
+  CHECK(seen[2].target == "/p");
+  CHECK(seen[2].header("content-type") == "application/json");
+  CHECK(seen[2].header("content-length") == std::to_string(put.body.size()));
+  CHECK(seen[2].body == put.body);
 }
 
 TEST_CASE("a POST carries its body with a Content-Length, and the connection is kept for the next call", "[client]") {

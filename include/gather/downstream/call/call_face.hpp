@@ -76,7 +76,7 @@ using verdict_completion = std::function<void(answer_verdict&&)>;
 /// Starts the call; `done` runs once on the loop that ran it (never if the id is cancelled first).
 /// A call to an upstream's endpoint tells the table how it ended (ok, a failure of the machine,
 /// or another answer): its verdict names the endpoint; a cancelled one only leaves its flight.
-std::uint64_t start_call(downstream_client& client, call_description call, verdict_completion done);
+std::uint64_t start_call(downstream_client& client, call_description&& call, verdict_completion&& done);
 
 /// Cancels call `id` (start_call's): thread-safe, idempotent; `done` never runs once its loop has
 /// taken it (downstream_client::cancel).

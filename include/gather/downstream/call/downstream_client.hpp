@@ -89,7 +89,7 @@ public:
 
   /// Starts a transfer; thread-safe. Returns its id (never 0). `done` runs exactly once on a loop's
   /// thread, after submit returns, unless cancel() is called first.
-  std::uint64_t submit(transfer_request request, completion done);
+  std::uint64_t submit(transfer_request&& request, completion&& done);
 
   /// Starts an HTTP/2 call whose answer arrives as events (stream_call.hpp says which, when and on
   /// which thread); thread-safe. Returns its id (never 0), which cancel() takes.
