@@ -42,6 +42,7 @@
 #include "gather/downstream/call/downstream_request.hpp"
 #include "gather/actors/messages.hpp"
 #include "gather/actors/process_services.hpp"
+#include "gather/actors/quiet_spawn.hpp"
 #include "gather/actors/serving_config.hpp"
 #include "gather/ops/metrics.hpp"
 #include "gather/config/url_template.hpp"
@@ -240,8 +241,9 @@ void launch(coordinator_ptr self, std::size_t i) {
     keep_idempotency_key_from_reads(call, section);
   else if (auto ended = prepare_write(call, section, st.job->inbound))
     return finish(st, i, std::move(*ended));
-  auto worker = self->spawn(section_worker, caf::actor_cast<caf::actor>(self),
-                            std::ref(st.job->services), st.job->serving, std::move(made));
+  auto worker = quiet_spawn(self->system(), self->context(), section_worker,
+                            caf::actor_cast<caf::actor>(self), std::ref(st.job->services),
+                            st.job->serving, std::move(made));
   st.workers[i] = worker;
   st.phases[i] = phase::running;
   st.started[i] = clock::now();
