@@ -59,21 +59,21 @@ namespace gather {
 namespace worker_steps {
 
 millis time_left(const section_worker_state& st) {
-  return std::max(millis{1}, std::chrono::duration_cast<millis>(st.call.deadline - clock::now()));
+  return std::max(millis{1}, std::chrono::duration_cast<millis>(st.call->deadline - clock::now()));
 }
 
 void reply(worker_ptr self, section_outcome&& outcome) {
   auto& st = self->state;
   outcome.ms = std::chrono::duration_cast<millis>(clock::now() - st.started).count();
   // The coordinator may have answered already: this reply then lands on a dead mailbox.
-  if (st.call.progress->answered.load(std::memory_order_relaxed))
+  if (st.call->progress->answered.load(std::memory_order_relaxed))
     st.services->stats.late_replies.fetch_add(1, std::memory_order_relaxed);
   if (st.promised) {
     st.promise.deliver(std::move(outcome));
     st.promised = false;
   } else if (st.owes_outcome) {
     st.owes_outcome = false;
-    self->send(st.coordinator, outcome_atom::value, st.call.index, std::move(outcome));
+    self->send(st.coordinator, outcome_atom::value, st.call->index, std::move(outcome));
   }
   self->quit();
 }
@@ -83,7 +83,7 @@ void finish(worker_ptr self, section_outcome&& outcome) {
   outcome.hedges = self->state.hedges;
   if (outcome.not_made == not_made_reason::none)
     outcome.not_made = self->state.not_made;
-  if (!self->state.call.cache_key.empty())
+  if (!self->state.call->cache_key.empty())
     finish_flight(self, std::move(outcome));
   else
     reply(self, std::move(outcome));
@@ -93,12 +93,12 @@ void finish(worker_ptr self, section_outcome&& outcome) {
 /// runner has counted it; the metrics and the coordinator are told.
 void count_attempt(worker_ptr self, bool retry) {
   auto& st = self->state;
-  if (retry && st.call.guard)
-    st.serving->counters.retry(st.call.route, st.call.index);
+  if (retry && st.call->guard)
+    st.serving->counters.retry(st.call->route, st.call->index);
   // The coordinator reads the count only if it answers before this section ends: a shared counter,
   // not a message (and a turn of the coordinator) per call. A node's worker reports by message.
-  if (!st.call.progress->count_call(st.call.index))
-    self->send(st.coordinator, attempt_atom::value, st.call.index);
+  if (!st.call->progress->count_call(st.call->index))
+    self->send(st.coordinator, attempt_atom::value, st.call->index);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -108,14 +108,14 @@ void count_attempt(worker_ptr self, bool retry) {
 /// hedge (none configured, all made, a percentile before 20 ok calls, or one that would start
 /// after its attempt or its request ended).
 std::optional<std::chrono::microseconds> hedge_delay(const section_worker_state& st, steady_time now) {
-  const auto* guard = st.call.guard;
+  const auto* guard = st.call->guard;
   if (!guard || !guard->hedge || st.runner.attempt_calls() >= guard->hedge->max) // with this call: > max
     return std::nullopt;
   const auto delay = guard->hedge_delay();
   if (!delay)
     return std::nullopt;
   const auto at = now + *delay;
-  if (at >= st.runner.attempt_started() + millis{st.call.work.timeout_ms} || at >= st.call.deadline)
+  if (at >= st.runner.attempt_started() + millis{st.call->work.timeout_ms} || at >= st.call->deadline)
     return std::nullopt;
   return delay;
 }
@@ -125,16 +125,16 @@ std::optional<std::chrono::microseconds> hedge_delay(const section_worker_state&
 void launch_call(worker_ptr self, bool retry, concurrency_limit::slot slot) {
   auto& st = self->state;
   const auto now = clock::now();
-  const auto attempt_timeout = millis{st.call.work.timeout_ms};
+  const auto attempt_timeout = millis{st.call->work.timeout_ms};
   const auto left = std::max(millis{1}, attempt_timeout - std::chrono::duration_cast<millis>(
                                                             now - st.runner.attempt_started()));
   const auto hedge_after = hedge_delay(st, now);
   // The answered flag is the request's (an alias of its progress, no allocation).
   call_return to{caf::actor_cast<caf::actor>(self),
-                 std::shared_ptr<const std::atomic<bool>>(st.call.progress, &st.call.progress->answered),
+                 std::shared_ptr<const std::atomic<bool>>(st.call->progress, &st.call->progress->answered),
                  &st.services->stats, 0};
-  st.runner.launch(call_request_of(st.call, left, now),
-                   call_labels{&st.services->spans, &st.call.name, st.call.trace ? &*st.call.trace : nullptr},
+  st.runner.launch(call_request_of(*st.call, left, now),
+                   call_labels{&st.services->spans, &st.call->name, st.call->trace ? &*st.call->trace : nullptr},
                    std::move(to), hedge_after, std::move(slot), now);
   count_attempt(self, retry);
 }
@@ -144,10 +144,10 @@ void launch_call(worker_ptr self, bool retry, concurrency_limit::slot slot) {
 bool origin_allowed(worker_ptr self) {
   auto& st = self->state;
   std::string origin;
-  if (st.services->origins.allows(st.call.work.url, origin))
+  if (st.services->origins.allows(st.call->work.url, origin))
     return true;
   std::string request_id;
-  for (const auto& header : st.call.work.headers)
+  for (const auto& header : st.call->work.headers)
     if (header.size() > 14 && strncasecmp(header.c_str(), "X-Request-Id: ", 14) == 0)
       request_id = header.substr(14);
   nlohmann::json line = {{"event", "origin_refused"}, {"origin", origin}, {"request_id", request_id},
@@ -165,7 +165,7 @@ void start_attempt(worker_ptr self, concurrency_limit::slot slot) {
   if (!origin_allowed(self))
     return;
   const bool retry = st.runner.calls() > 0;
-  st.runner.begin_attempt(clock::now(), st.call.guard ? &st.call.guard->budget : nullptr);
+  st.runner.begin_attempt(clock::now(), st.call->guard ? &st.call->guard->budget : nullptr);
   launch_call(self, retry, std::move(slot));
 }
 
@@ -173,7 +173,7 @@ void on_hedge(worker_ptr self, std::uint32_t attempt) {
   auto& st = self->state;
   if (attempt != st.runner.attempt() || !st.runner.running())
     return; // that attempt has ended
-  auto slot = st.call.guard->bulkhead.try_take();
+  auto slot = st.call->guard->bulkhead.try_take();
   if (!slot) {
     st.not_made = not_made_reason::max_concurrent;
     return;
@@ -188,10 +188,10 @@ void execute(worker_ptr self);
 
 void retry_or_finish(worker_ptr self, bool retryable, section_outcome&& outcome) {
   auto& st = self->state;
-  const auto& work = st.call.work;
-  auto* guard = st.call.guard;
+  const auto& work = st.call->work;
+  auto* guard = st.call->guard;
   switch (st.runner.after_failure(self, 0, retryable, retry_of(work), millis{work.timeout_ms},
-                                  st.call.deadline, guard ? &guard->budget : nullptr, outcome)) {
+                                  st.call->deadline, guard ? &guard->budget : nullptr, outcome)) {
     case retry_step::now:
       st.last_failure = std::move(outcome);
       return execute(self);
@@ -202,7 +202,7 @@ void retry_or_finish(worker_ptr self, bool retryable, section_outcome&& outcome)
       break;
   }
   if (outcome.not_made == not_made_reason::retry_budget) // the budget refused: counted
-    st.serving->counters.budget_denied(st.call.route, st.call.index);
+    st.serving->counters.budget_denied(st.call->route, st.call->index);
   finish(self, std::move(outcome));
 }
 
@@ -213,7 +213,7 @@ void execute(worker_ptr self) {
   auto slot = admit(self);
   if (!slot)
     return;
-  if (st.services->nodes.has_nodes() && !st.call.upstream) { // an upstream's calls stay here
+  if (st.services->nodes.has_nodes() && !st.call->upstream) { // an upstream's calls stay here
     auto where = st.services->nodes.place();
     if (where.node)
       return run_remote(self, *where.node, std::move(where.actor), std::move(*slot));
@@ -234,8 +234,8 @@ void call_ended(worker_ptr self, std::uint32_t seq, answer_verdict&& verdict) {
     return;
   }
   if (verdict.grpc_code >= 0) { // a node's call is counted by the gateway that sent it
-    if (st.call.guard)
-      st.serving->counters.grpc_call(st.call.route, st.call.index, verdict.grpc_code);
+    if (st.call->guard)
+      st.serving->counters.grpc_call(st.call->route, st.call->index, verdict.grpc_code);
     else
       self->send(st.coordinator, called_atom::value, std::int32_t{verdict.grpc_code});
   }
@@ -243,12 +243,12 @@ void call_ended(worker_ptr self, std::uint32_t seq, answer_verdict&& verdict) {
   auto outcome = outcome_of(std::move(verdict));
   span.finish(outcome.status, outcome.last_http, outcome.grpc_code);
   if (outcome.status == section_status::ok) {
-    auto* guard = st.call.guard;
+    auto* guard = st.call->guard;
     if (guard && guard->latencies)
       guard->latencies->record(
           std::chrono::duration_cast<std::chrono::microseconds>(clock::now() - started));
     if (st.runner.attempt_calls() > 1)
-      st.serving->counters.hedge(st.call.route, st.call.index, st.runner.is_hedge(seq));
+      st.serving->counters.hedge(st.call->route, st.call->index, st.runner.is_hedge(seq));
     st.runner.cancel(); // the others: their connections close, their answers never come
     circuit_record(self, false);
     return finish(self, std::move(outcome));
@@ -269,7 +269,7 @@ namespace {
 void run(worker_ptr self) {
   auto& st = self->state;
   st.started = clock::now();
-  if (!st.call.cache_key.empty())
+  if (!st.call->cache_key.empty())
     look_up(self);
   else
     execute(self);
@@ -299,7 +299,7 @@ section_worker_state::~section_worker_state() {
   outcome.status = section_status::error;
   outcome.attempts = runner.calls();
   outcome.detail = "worker: ended without an answer";
-  caf::anon_send(coordinator, outcome_atom::value, call.index, std::move(outcome));
+  caf::anon_send(coordinator, outcome_atom::value, call->index, std::move(outcome));
 }
 
 caf::behavior section_worker(caf::stateful_actor<section_worker_state>* self, caf::actor coordinator,
@@ -311,12 +311,12 @@ caf::behavior section_worker(caf::stateful_actor<section_worker_state>* self, ca
   st.runner = attempt_runner{services.client};
   st.serving = std::move(serving);
   st.alive = live_count{services.stats.workers};
-  st.call = std::move(*call);
+  st.call = std::move(call);
   st.coordinator = coordinator;
   // A gateway's worker is stopped by its coordinator's exit message when the request is answered
   // before the section ends. A node's worker watches the gateway's worker that sent it, in
   // another process: it ends when that one does, or when the link to it goes.
-  if (!st.call.guard)
+  if (!st.call->guard)
     self->monitor(coordinator);
   self->set_down_handler([self](caf::down_msg& down) {
     auto& st = self->state;
@@ -325,7 +325,7 @@ caf::behavior section_worker(caf::stateful_actor<section_worker_state>* self, ca
     stop(self);
   });
   self->set_exit_handler([self](caf::exit_msg&) { stop(self); });
-  if (st.call.guard) { // a gateway's worker: it may end (and quit) before its behavior is set
+  if (st.call->guard) { // a gateway's worker: it may end (and quit) before its behavior is set
     st.owes_outcome = true;
     run(self);
   }
@@ -354,8 +354,8 @@ caf::behavior section_worker(caf::stateful_actor<section_worker_state>* self, ca
     },
     [self](called_atom, std::int32_t code) { // a gRPC call the node made ended
       auto& st = self->state;
-      if (st.call.guard)
-        st.serving->counters.grpc_call(st.call.route, st.call.index, code);
+      if (st.call->guard)
+        st.serving->counters.grpc_call(st.call->route, st.call->index, code);
     },
   };
 }

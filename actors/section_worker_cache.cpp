@@ -16,7 +16,7 @@ namespace {
 
 void count_cache(worker_ptr self, cache_event event) {
   auto& st = self->state;
-  st.serving->counters.cache(st.call.route, st.call.index, event);
+  st.serving->counters.cache(st.call->route, st.call->index, event);
 }
 
 /// A failed call whose cache entry expired recently shows that entry instead of its fallback.
@@ -34,16 +34,16 @@ void use_stale(worker_ptr self, section_outcome& outcome, std::string stale) {
 /// A failure waits for the cache's answer: it may carry stale data to show instead of the fallback.
 void finish_flight(worker_ptr self, section_outcome&& outcome) {
   auto& st = self->state;
-  const auto& shard = st.services->cache.shard_for(st.call.cache_key);
-  const auto ttl = static_cast<std::int64_t>(st.call.cache_ttl.count());
-  const auto stale = static_cast<std::int64_t>(st.call.stale_ttl.count());
+  const auto& shard = st.services->cache.shard_for(st.call->cache_key);
+  const auto ttl = static_cast<std::int64_t>(st.call->cache_ttl.count());
+  const auto stale = static_cast<std::int64_t>(st.call->stale_ttl.count());
   shared_call_ended(self, outcome);
   if (outcome.status == section_status::ok) {
-    self->send(shard, store_atom::value, st.call.cache_key, outcome.status, outcome.data,
+    self->send(shard, store_atom::value, st.call->cache_key, outcome.status, outcome.data,
                outcome.attempts, outcome.last_http, ttl, stale);
     return reply(self, std::move(outcome));
   }
-  self->request(shard, time_left(st), store_atom::value, st.call.cache_key, outcome.status,
+  self->request(shard, time_left(st), store_atom::value, st.call->cache_key, outcome.status,
                 std::string{}, outcome.attempts, outcome.last_http, ttl, stale)
     .then(
       [self, outcome](std::string& stale_data) mutable {
@@ -60,8 +60,8 @@ void finish_flight(worker_ptr self, section_outcome&& outcome) {
 /// Cached sections ask the cache first: a hit or a joined flight needs no call of its own.
 void look_up(worker_ptr self) {
   auto& st = self->state;
-  self->request(st.services->cache.shard_for(st.call.cache_key), time_left(st), lookup_atom::value,
-                st.call.cache_key)
+  self->request(st.services->cache.shard_for(st.call->cache_key), time_left(st), lookup_atom::value,
+                st.call->cache_key)
     .then(
       [self](cache_answer& answer) {
         section_outcome outcome;

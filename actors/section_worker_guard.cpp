@@ -15,7 +15,7 @@ namespace {
 
 void circuit_moved(worker_ptr self, circuit_breaker::state to) {
   auto& st = self->state;
-  st.serving->counters.circuit_moved(st.call.route, st.call.index, to);
+  st.serving->counters.circuit_moved(st.call->route, st.call->index, to);
 }
 
 /// A call that is not made: the section ends at once. The first attempt ends `rejected` (its
@@ -28,8 +28,8 @@ void not_made(worker_ptr self, not_made_reason why) {
     outcome.detail += std::string{"; no retry: "} + to_string(why);
     return finish(self, std::move(outcome));
   }
-  if (st.call.guard)
-    st.serving->counters.rejected(st.call.route, st.call.index,
+  if (st.call->guard)
+    st.serving->counters.rejected(st.call->route, st.call->index,
                                   why == not_made_reason::circuit_open ? reject_reason::circuit_open
                                                                        : reject_reason::max_concurrent);
   section_outcome outcome;
@@ -44,7 +44,7 @@ void not_made(worker_ptr self, not_made_reason why) {
 /// without a guard), or the section ends here.
 std::optional<concurrency_limit::slot> admit(worker_ptr self) {
   auto& st = self->state;
-  auto* guard = st.call.guard;
+  auto* guard = st.call->guard;
   if (!guard)
     return concurrency_limit::slot{};
   auto slot = guard->bulkhead.try_take();
@@ -58,7 +58,7 @@ std::optional<concurrency_limit::slot> admit(worker_ptr self) {
     case circuit_breaker::admission::call:
       return slot;
     case circuit_breaker::admission::probe:
-      st.probe = circuit_probe{*guard->circuit, st.serving->counters, st.call.route, st.call.index};
+      st.probe = circuit_probe{*guard->circuit, st.serving->counters, st.call->route, st.call->index};
       circuit_moved(self, circuit_breaker::state::half_open);
       return slot;
     case circuit_breaker::admission::reject:
@@ -72,7 +72,7 @@ std::optional<concurrency_limit::slot> admit(worker_ptr self) {
 /// An attempt admitted by the circuit ended: it counts in the window, or it was the probe.
 void circuit_record(worker_ptr self, bool failed) {
   auto& st = self->state;
-  auto* guard = st.call.guard;
+  auto* guard = st.call->guard;
   if (!guard || !guard->circuit)
     return;
   if (st.probe) {
@@ -86,10 +86,10 @@ void circuit_record(worker_ptr self, bool failed) {
 /// the attempt runner's after_failure, and retry_or_finish counts a refusal.)
 bool budget_allows_extra(worker_ptr self) {
   auto& st = self->state;
-  if (!st.call.guard || st.call.guard->budget.try_extra(clock::now()))
+  if (!st.call->guard || st.call->guard->budget.try_extra(clock::now()))
     return true;
   st.not_made = not_made_reason::retry_budget;
-  st.serving->counters.budget_denied(st.call.route, st.call.index);
+  st.serving->counters.budget_denied(st.call->route, st.call->index);
   return false;
 }
 

@@ -42,9 +42,9 @@ void add_grpc_call(section_work& work, const grpc_call_part& grpc) {
 /// that does not parse as the output type fails the section as it would here (no retry).
 void decode_node_answer(worker_ptr self, section_outcome& outcome) {
   const auto& st = self->state;
-  if (!st.call.grpc || outcome.status != section_status::ok)
+  if (!st.call->grpc || outcome.status != section_status::ok)
     return;
-  auto data = grpc_data_of(outcome.messages, *st.call.grpc, st.call.work.fields, st.call.work.max_items);
+  auto data = grpc_data_of(outcome.messages, *st.call->grpc, st.call->work.fields, st.call->work.max_items);
   outcome.messages.clear();
   if (data.ok) {
     outcome.data = std::move(data.text);
@@ -74,14 +74,14 @@ void node_failed(worker_ptr self, const std::string& why) {
 void run_remote(worker_ptr self, std::size_t node, caf::actor actor, concurrency_limit::slot slot) {
   auto& st = self->state;
   st.remote.emplace(st.services->nodes, node, actor, std::move(slot));
-  if (st.call.guard && st.runner.calls() == 0)
-    st.call.guard->budget.first_attempt(clock::now());
+  if (st.call->guard && st.runner.calls() == 0)
+    st.call->guard->budget.first_attempt(clock::now());
   self->monitor(actor); // a dead node fails its work now, not at the request's timeout
-  auto work = st.call.work;
+  auto work = st.call->work;
   work.attempts = std::max(1, work.attempts - st.runner.calls()); // what is left of the policy
   work.budget_ms = time_left(st).count();
-  if (st.call.grpc)
-    add_grpc_call(work, *st.call.grpc);
+  if (st.call->grpc)
+    add_grpc_call(work, *st.call->grpc);
   self->request(actor, time_left(st) + node_reply_grace, work_atom::value, std::move(work))
     .then(
       [self, sent = ++st.sent](section_outcome& outcome) {

@@ -60,25 +60,25 @@ enum class found : std::int32_t {
 };
 
 std::string entry_key(const section_worker_state& st) {
-  return st.serving->store->cfg().prefix + "cache:" + store_key_hash(st.call.cache_key);
+  return st.serving->store->cfg().prefix + "cache:" + store_key_hash(st.call->cache_key);
 }
 
 void count(worker_ptr self, cache_event event) {
   auto& st = self->state;
-  st.serving->counters.cache(st.call.route, st.call.index, event);
+  st.serving->counters.cache(st.call->route, st.call->index, event);
 }
 
 /// The look (and the lock, when no fresh entry is there): the answer reaches the worker as a
 /// message; a stale entry comes with it (shown if the call fails).
 void ask_entry(worker_ptr self) {
   auto& st = self->state;
-  const auto stale_ms = st.call.stale_ttl.count();
+  const auto stale_ms = st.call->stale_ttl.count();
   const auto key = entry_key(st);
   auto me = caf::actor_cast<caf::actor>(self);
   st.serving->store->call(
       store_op::get,
       {"EVAL", look_script, "2", key, key + ":lock", std::to_string(stale_ms), st.shared_token,
-       std::to_string(st.call.work.timeout_ms)},
+       std::to_string(st.call->work.timeout_ms)},
       [me, stale_ms](store_result result, const resp_value& value) {
         const auto tell = [&me](found what, std::string data) {
           caf::anon_send(me, shared_atom::value, static_cast<std::int32_t>(what), std::move(data), std::int64_t{0});
@@ -111,16 +111,16 @@ void ask_entry(worker_ptr self) {
         }
         return true;
       },
-      st.call.store_time);
+      st.call->store_time);
 }
 
 /// Waiting for another gateway's entry is worth it while a call of our own still fits after the
 /// next look (its pace and, at worst, a look that spends what is left of the request's time with
 /// the store) and that look can still be made.
 bool may_wait(const section_worker_state& st) {
-  const auto store_left = st.call.store_time ? st.call.store_time->left() : st.serving->store->cfg().timeout;
+  const auto store_left = st.call->store_time ? st.call->store_time->left() : st.serving->store->cfg().timeout;
   return store_left.count() > 0 &&
-         clock::now() + poll_every + store_left + millis(st.call.work.timeout_ms) < st.call.deadline;
+         clock::now() + poll_every + store_left + millis(st.call->work.timeout_ms) < st.call->deadline;
 }
 
 /// A call of this worker's own, whose entry goes to the store (as the lock holder's would have).
@@ -132,7 +132,7 @@ void call_ourselves(worker_ptr self) {
 } // namespace
 
 bool shared_cache_on(const section_worker_state& st) {
-  if (!st.call.cache_shared || !st.serving->store)
+  if (!st.call->cache_shared || !st.serving->store)
     return false;
   if (st.serving->store->up())
     return true;
@@ -160,7 +160,7 @@ void shared_found(worker_ptr self, std::int32_t what_number, std::string& data, 
       count(self, cache_event::shared_hit);
       st.shared_phase = 0;
       // Kept here no longer than the store keeps it fresh.
-      st.call.cache_ttl = std::min(st.call.cache_ttl, millis(std::max<std::int64_t>(1, fresh_ms)));
+      st.call->cache_ttl = std::min(st.call->cache_ttl, millis(std::max<std::int64_t>(1, fresh_ms)));
       section_outcome outcome;
       outcome.status = section_status::ok;
       outcome.source = data_source::cache;
@@ -200,7 +200,7 @@ void shared_call_ended(worker_ptr self, const section_outcome& outcome) {
     return;
   const auto key = entry_key(st);
   if (st.shared_leader && outcome.status == section_status::ok) {
-    const auto life = st.call.cache_ttl + st.call.stale_ttl;
+    const auto life = st.call->cache_ttl + st.call->stale_ttl;
     std::string value;
     value.reserve(entry_magic.size() + outcome.data.size());
     value.append(entry_magic).append(outcome.data);
@@ -208,14 +208,14 @@ void shared_call_ended(worker_ptr self, const section_outcome& outcome) {
                             [](store_result result, const resp_value& answer) {
                               return result != store_result::ok || answer.what == resp_value::type::status;
                             },
-                            st.call.store_time);
+                            st.call->store_time);
   }
   if (st.shared_phase == 3) // after the entry (one connection, in order): a waiter sees both at once
     st.serving->store->call(store_op::lock, {"EVAL", unlock_script, "1", key + ":lock", st.shared_token},
                             [](store_result result, const resp_value& answer) {
                               return result != store_result::ok || answer.is_integer();
                             },
-                            st.call.store_time);
+                            st.call->store_time);
   st.shared_phase = 0;
   st.shared_leader = false;
 }

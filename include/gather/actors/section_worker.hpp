@@ -87,7 +87,10 @@ struct section_worker_state {
   /// The generation the request began on: every actor of the request holds it, so its routes,
   /// guards and counters outlive the request's last actor. A node's: a generation of no routes.
   std::shared_ptr<const serving_config> serving;
-  section_call call; ///< its guard points into `serving`, declared before what holds its slots
+  /// Its guard points into `serving`; declared before what holds its slots. Behind the pointer the
+  /// spawn carried (never null once spawned): a section_call is a dozen strings and vectors, and
+  /// moving it into the state cost ~300 instructions a worker.
+  std::unique_ptr<section_call> call;
   caf::actor coordinator;
   /// A node's worker answers the run request its node delegated to it (the gateway worker's).
   caf::typed_response_promise<section_outcome> promise;
@@ -126,7 +129,7 @@ struct section_worker_state {
 /// delegated request) and answers it once with a section_outcome.
 /// The call comes behind a pointer: CAF moves a spawn's arguments twice before the behavior has
 /// them (into the spawn's tuple, then into the call), and a section_call is a dozen strings and
-/// vectors; this way it is moved once, into the state.
+/// vectors; this way it is never moved: the state keeps the pointer.
 caf::behavior section_worker(caf::stateful_actor<section_worker_state>* self, caf::actor coordinator,
                              const process_services& services,
                              std::shared_ptr<const serving_config> serving,
