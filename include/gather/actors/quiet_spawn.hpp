@@ -6,7 +6,7 @@
 // thread holds it, every launch, resume and exit of an actor pays its bookkeeping: a lock and a hash
 // map keyed by the thread's id, twice each (`logger::thread_local_aid`). The loops forget it before
 // each resume (loop_scheduler.cpp); a spawn inside a resume set it again for the rest of that
-// resume: ~1.8k instructions of a four-section request (docs/performance.md, "The fifth round").
+// resume: ~1.7k instructions of a four-section request (docs/performance.md, "The fifth round").
 // Everything else is spawn_impl's, step for step: a new id, the actor made, then launched on the
 // spawning actor's execution unit (or the system's dummy one, which goes through the scheduler).
 #pragma once
