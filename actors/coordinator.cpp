@@ -42,6 +42,7 @@
 #include "gather/downstream/call/downstream_request.hpp"
 #include "gather/actors/messages.hpp"
 #include "gather/actors/process_services.hpp"
+#include "gather/actors/quiet_spawn.hpp"
 #include "gather/actors/serving_config.hpp"
 #include "gather/ops/metrics.hpp"
 #include "gather/config/url_template.hpp"
@@ -69,13 +70,13 @@ void hung_up(coordinator_ptr self);
 /// Marks every section still open as ended `why` (with the attempts it started), so the log and the
 /// metrics show it cancelled, not as a 0 ms "skipped" that never ran.
 void cancel_open(coordinator_state& st, const char* why) {
-  for (std::size_t i = 0; i < st.phases.size(); ++i) {
-    if (st.phases[i] == phase::done)
+  for (std::size_t i = 0; i < st.sections.size(); ++i) {
+    if (st.sections[i].at == phase::done)
       continue;
     auto outcome = skipped(why);
-    if (st.phases[i] == phase::running) {
+    if (st.sections[i].at == phase::running) {
       outcome.attempts = st.progress->calls_started(i);
-      outcome.ms = ms_since(st.started[i]);
+      outcome.ms = ms_since(st.sections[i].started);
     }
     finish(st, i, std::move(outcome));
   }
@@ -85,7 +86,7 @@ void cancel_open(coordinator_state& st, const char* why) {
 bool required_ok(const coordinator_state& st) {
   const auto& sections = st.job->route->sections;
   for (std::size_t i = 0; i < sections.size(); ++i)
-    if (sections[i].required && (st.phases[i] != phase::done || st.outcomes[i].status != section_status::ok))
+    if (sections[i].required && (st.sections[i].at != phase::done || st.outcomes[i].status != section_status::ok))
       return false;
   return true;
 }
@@ -155,7 +156,7 @@ bool decided(const coordinator_state& st) {
   for (std::size_t i = 0; i < sections.size(); ++i) {
     if (!sections[i].required)
       continue;
-    if (st.phases[i] != phase::done)
+    if (st.sections[i].at != phase::done)
       return false;
     if (st.outcomes[i].status != section_status::ok)
       return true;
@@ -164,9 +165,9 @@ bool decided(const coordinator_state& st) {
 }
 
 void finish(coordinator_state& st, std::size_t i, section_outcome&& outcome) {
-  if (st.phases[i] == phase::done)
+  if (st.sections[i].at == phase::done)
     return;
-  st.phases[i] = phase::done;
+  st.sections[i].at = phase::done;
   st.outcomes[i] = std::move(outcome);
   st.inflight->pending[i].store(false, std::memory_order_relaxed);
   --st.open;
@@ -184,9 +185,9 @@ section_outcome skipped(std::string why) {
 
 /// Section `i`'s live data, parsed once for the sections that read it.
 const nlohmann::json* data_of(coordinator_state& st, std::size_t i) {
-  if (!st.parsed[i])
-    st.parsed[i] = nlohmann::json::parse(st.outcomes[i].data, nullptr, false);
-  return st.parsed[i]->is_discarded() ? nullptr : &*st.parsed[i];
+  if (!st.sections[i].parsed)
+    st.sections[i].parsed = nlohmann::json::parse(st.outcomes[i].data, nullptr, false);
+  return st.sections[i].parsed->is_discarded() ? nullptr : &*st.sections[i].parsed;
 }
 
 std::optional<std::string> resolve(coordinator_state& st, const url_part& part) {
@@ -240,11 +241,12 @@ void launch(coordinator_ptr self, std::size_t i) {
     keep_idempotency_key_from_reads(call, section);
   else if (auto ended = prepare_write(call, section, st.job->inbound))
     return finish(st, i, std::move(*ended));
-  auto worker = self->spawn(section_worker, caf::actor_cast<caf::actor>(self),
-                            std::ref(st.job->services), st.job->serving, std::move(made));
-  st.workers[i] = worker;
-  st.phases[i] = phase::running;
-  st.started[i] = clock::now();
+  auto worker = quiet_spawn(self->system(), self->context(), section_worker,
+                            caf::actor_cast<caf::actor>(self), std::ref(st.job->services),
+                            st.job->serving, std::move(made));
+  st.sections[i].worker = worker;
+  st.sections[i].at = phase::running;
+  st.sections[i].started = clock::now();
   // The worker starts as it is spawned and sends (outcome_atom, i, outcome) once: no request, so
   // no response promise, response handler or request id per section. No timeout either: its
   // attempts have exact timeouts of their own (the client's), and the deadline message bounds
@@ -258,11 +260,11 @@ void advance(coordinator_ptr self) {
   for (bool progressed = true; progressed;) {
     progressed = false;
     for (std::size_t i = 0; i < sections.size(); ++i) {
-      if (st.phases[i] != phase::waiting)
+      if (st.sections[i].at != phase::waiting)
         continue;
       bool ready = true, usable = true;
       for (auto dep : sections[i].depends_on) {
-        ready = ready && st.phases[dep] == phase::done;
+        ready = ready && st.sections[dep].at == phase::done;
         usable = usable && st.outcomes[dep].status == section_status::ok;
       }
       if (!ready)
@@ -281,25 +283,25 @@ void advance(coordinator_ptr self) {
 }
 
 void on_outcome(coordinator_ptr self, std::size_t i, section_outcome&& outcome) {
-  self->state.workers[i] = nullptr; // it has quit
+  self->state.sections[i].worker = nullptr; // it has quit
   finish(self->state, i, std::move(outcome));
   advance(self);
 }
 
 void on_deadline(coordinator_ptr self) {
   auto& st = self->state;
-  for (std::size_t i = 0; i < st.phases.size(); ++i) {
-    if (st.phases[i] == phase::waiting) {
+  for (std::size_t i = 0; i < st.sections.size(); ++i) {
+    if (st.sections[i].at == phase::waiting) {
       finish(st, i, skipped("deadline passed while waiting for a dependency"));
-    } else if (st.phases[i] == phase::running) {
+    } else if (st.sections[i].at == phase::running) {
       if (st.job->route->sections[i].write) { // the deadline ends a write (the client's going does not)
-        self->send_exit(st.workers[i], caf::exit_reason::user_shutdown);
-        st.workers[i] = nullptr;
+        self->send_exit(st.sections[i].worker, caf::exit_reason::user_shutdown);
+        st.sections[i].worker = nullptr;
       }
       section_outcome outcome;
       outcome.status = section_status::timeout;
       outcome.attempts = st.progress->calls_started(i); // counted by the workers
-      outcome.ms = ms_since(st.started[i]);
+      outcome.ms = ms_since(st.sections[i].started);
       outcome.detail = "deadline passed";
       finish(st, i, std::move(outcome));
     }
@@ -334,9 +336,9 @@ coordinator_state::~coordinator_state() {
   // to those still running, where a monitor per worker cost every worker an attachment to the
   // coordinator and the coordinator's exit a down message per worker, ended or not.)
   // A write once sent is not cancelled (its timeout, bounded by the deadline, ends it).
-  for (std::size_t i = 0; i < workers.size(); ++i)
-    if (workers[i] && !(job && job->route->sections[i].write))
-      caf::anon_send_exit(workers[i], caf::exit_reason::user_shutdown);
+  for (std::size_t i = 0; i < sections.size(); ++i)
+    if (sections[i].worker && !(job && job->route->sections[i].write))
+      caf::anon_send_exit(sections[i].worker, caf::exit_reason::user_shutdown);
   if (!job)
     return;
   job->services.stats.coordinators.fetch_sub(1, std::memory_order_relaxed);
@@ -356,11 +358,8 @@ caf::behavior coordinator(caf::stateful_actor<coordinator_state>* self,
     st.job->inbound.arrived);
   st.job->services.inflight.add(st.inflight);
   st.deadline = st.job->deadline;
-  st.phases.assign(n, phase::waiting);
+  st.sections.resize(n); // each waiting
   st.outcomes.resize(n);
-  st.started.resize(n);
-  st.workers.resize(n);
-  st.parsed.resize(n);
   st.open = n;
   if (st.job->format != answer_format::json) {
     st.stream = std::make_shared<progressive_answer>(*st.job->route, st.job->format);
@@ -377,7 +376,7 @@ caf::behavior coordinator(caf::stateful_actor<coordinator_state>* self,
     advance(self); // the deadline message comes from the front (see aggregate_job)
   return {
     [self](outcome_atom, std::size_t i, section_outcome& outcome) {
-      if (i < self->state.phases.size())
+      if (i < self->state.sections.size())
         on_outcome(self, i, std::move(outcome));
     },
     [self](deadline_atom) { on_deadline(self); },

@@ -73,7 +73,7 @@ void reply(worker_ptr self, section_outcome&& outcome) {
     st.promised = false;
   } else if (st.owes_outcome) {
     st.owes_outcome = false;
-    self->send(st.coordinator, outcome_atom::value, st.call->index, std::move(outcome));
+    caf::anon_send(st.coordinator, outcome_atom::value, st.call->index, std::move(outcome));
   }
   self->quit();
 }

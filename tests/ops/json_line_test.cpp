@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "gather/ops/json_line.hpp"
+#include "gather/values/section_outcome.hpp"
 
 namespace {
 
@@ -145,5 +146,27 @@ TEST_CASE("json_line: a line longer than expected grows and writes what nlohmann
       CHECK(got == expected);
       break;
     }
+  }
+}
+
+TEST_CASE("json_line: the enum names the log writes unscanned are plain and written as field writes them",
+          "[unit][log]") {
+  using namespace gather;
+  std::vector<const char*> names;
+  for (auto s : {section_status::ok, section_status::timeout, section_status::error, section_status::rejected,
+                 section_status::skipped})
+    names.push_back(to_string(s));
+  for (auto s : {data_source::live, data_source::cache, data_source::fallback, data_source::stale})
+    names.push_back(to_string(s));
+  for (auto s : {not_made_reason::none, not_made_reason::max_concurrent, not_made_reason::circuit_open,
+                 not_made_reason::retry_budget, not_made_reason::bad_body})
+    names.push_back(to_string(s));
+  for (const char* name : names) {
+    INFO(name);
+    CHECK(json_key::needs_no_escaping(name));
+    json_line scanned{16}, plain{16}; // small: the plain path grows the line like the scanned one
+    scanned.field("a", 1).field("status", name);
+    plain.field("a", 1).plain_field("status", name);
+    CHECK(std::move(plain).done() == std::move(scanned).done());
   }
 }

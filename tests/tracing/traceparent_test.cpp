@@ -7,6 +7,7 @@
 #include <set>
 #include <string>
 
+#include "gather/tracing/call_span.hpp"
 #include "gather/tracing/traceparent.hpp"
 #include "support/trace_text.hpp"
 
@@ -133,4 +134,30 @@ TEST_CASE("traceparent: a request continues a valid trace, honours its flag, els
   const auto unix_now = std::chrono::duration_cast<std::chrono::nanoseconds>(
                           std::chrono::system_clock::now().time_since_epoch()).count();
   CHECK(std::abs(fresh.start_unix_ns - unix_now) < 1000000000LL);
+}
+
+TEST_CASE("call span: the traceparent line is the one that starts a line, and gets a new span id",
+          "[unit][tracing]") {
+  const std::string request_line = "traceparent: 00-" + trace_hex + "-" + parent_hex + "-01";
+  // The name inside another line's value is not the line (a forwarded header may hold anything).
+  const std::string before = "X-Request-Id: abc\r\nX-Note: traceparent: 00-" + trace_hex + "-" + parent_hex +
+                             "-01\r\nXtraceparent: 1\r\n";
+  for (const std::string& head : {std::string{}, before}) {
+    for (const bool written : {false, true}) {
+      INFO("lines before: " << head.size() << ", written: " << written);
+      std::string block = head + request_line + "\r\nAccept: application/json\r\n";
+      const auto parsed = parse_traceparent(request_line.substr(13));
+      REQUIRE(parsed);
+      auto span = call_span::begin(nullptr, block, "s", 1, written ? &*parsed : nullptr);
+      REQUIRE(span.started());
+      const std::string expected_line =
+        "traceparent: 00-" + trace_hex + "-" + text(span.span_id()) + "-01";
+      CHECK(block == head + expected_line + "\r\nAccept: application/json\r\n");
+      CHECK(text(span.span_id()) != parent_hex);
+    }
+  }
+  std::string none = "X-Note: traceparent: 00-" + trace_hex + "-" + parent_hex + "-01\r\n";
+  const auto unchanged = none;
+  CHECK_FALSE(call_span::begin(nullptr, none, "s", 1).started());
+  CHECK(none == unchanged);
 }

@@ -45,17 +45,23 @@ struct aggregate_job {
 struct coordinator_state {
   enum class phase : std::uint8_t { waiting, running, done };
 
+  /// One section's progress in this request. One vector of them, not one vector per field: each
+  /// vector was an allocation per request and its fill (~300 instructions a four-section request).
+  struct section_slot {
+    phase at = phase::waiting; ///< where the section is
+    steady_time started;                 ///< when its worker was spawned
+    std::optional<nlohmann::json> parsed; ///< its data, parsed once if other sections read it
+    /// Its worker while it runs: told to stop when the coordinator ends, however it ends (its state
+    /// goes then). A worker that answered has quit by itself and is forgotten.
+    caf::actor worker;
+  };
+
   std::shared_ptr<const aggregate_job> job;
   steady_time deadline;
-  std::vector<phase> phases;
-  std::vector<section_outcome> outcomes;
-  std::vector<steady_time> started;
-  std::vector<std::optional<nlohmann::json>> parsed; ///< data of sections others read, parsed once
-  std::size_t open = 0;                              ///< sections not yet done
+  std::vector<section_slot> sections;
+  std::vector<section_outcome> outcomes; ///< apart: the answer and the log line read them whole
+  std::size_t open = 0;                  ///< sections not yet done
   std::shared_ptr<request_progress> progress; ///< shared with the workers
-  /// The workers of the sections still running: told to stop when the coordinator ends, however it
-  /// ends (its state goes then). A worker that answered has quit by itself and is forgotten.
-  std::vector<caf::actor> workers;
   std::shared_ptr<inflight_entry> inflight; ///< what /debug/actors shows of this request
   /// A progressive answer's events (format ndjson or sse); `pending` holds those made before the
   /// head may leave (a required section still running), `opened` once it has.
