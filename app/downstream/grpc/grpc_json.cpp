@@ -29,6 +29,16 @@ std::string type_url(const pb::Descriptor& type) {
 conversion encode_message(const message_types& types, const pb::Descriptor& type,
                           const nlohmann::json& message) {
   conversion out;
+  if (encode_message_direct(types, type, message, out.text)) {
+    out.ok = true;
+    return out;
+  }
+  return encode_message_protobuf(types, type, message);
+}
+
+conversion encode_message_protobuf(const message_types& types, const pb::Descriptor& type,
+                                   const nlohmann::json& message) {
+  conversion out;
   const auto status = pb::util::JsonToBinaryString(
       &types.resolver, type_url(type), message.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
       &out.text, pb::util::JsonParseOptions{});

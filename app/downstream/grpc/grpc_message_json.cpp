@@ -126,6 +126,10 @@ const field_orders::type_order& field_orders::of(const pb::Descriptor& type) con
   made->well_known = type.file()->name().rfind("google/protobuf/", 0) == 0;
   for (int i = 0; i < type.field_count(); ++i)
     made->fields.push_back({type.field(i), "\"" + type.field(i)->name() + "\":"});
+  for (int i = 0; i < type.field_count(); ++i)
+    made->by_key.emplace(type.field(i)->json_name(), type.field(i));
+  for (int i = 0; i < type.field_count(); ++i) // a JSON name wins over another field's .proto name
+    made->by_key.emplace(type.field(i)->name(), type.field(i));
   std::sort(made->fields.begin(), made->fields.end(),
             [](const field_key& a, const field_key& b) { return a.field->name() < b.field->name(); });
   std::unique_lock lock(mutex_);

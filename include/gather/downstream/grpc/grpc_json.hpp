@@ -53,9 +53,19 @@ struct message_types {
 };
 
 /// `message` (proto3 JSON) as the bytes of a `type` message; a key the type lacks or a value its
-/// field cannot hold is an error.
+/// field cannot hold is an error. Set through reflection (encode_message_direct), else by
+/// protobuf's JSON parser (encode_message_protobuf), which also says every refusal.
 conversion encode_message(const message_types& types, const google::protobuf::Descriptor& type,
                           const nlohmann::json& message);
+/// The reflection way alone (grpc_message_encode.cpp): true with `bytes` set when it takes the
+/// message; false for what it leaves to protobuf's parser (the well-known types, a spelling or a
+/// value it is not sure protobuf takes the same way, anything protobuf may refuse).
+bool encode_message_direct(const message_types& types, const google::protobuf::Descriptor& type,
+                           const nlohmann::json& message, std::string& bytes);
+/// protobuf's JSON parser alone (JsonToBinaryString on the value's text): what encode_message did
+/// before the reflection way, kept for what that leaves and to check the two agree.
+conversion encode_message_protobuf(const message_types& types, const google::protobuf::Descriptor& type,
+                                   const nlohmann::json& message);
 
 /// The bytes of a `type` message as JSON: names as the .proto writes them, every field printed
 /// with its default, enums by name (int64 as strings, bytes as base64, as the mapping says).

@@ -32,6 +32,13 @@ public:
   struct type_order {
     bool well_known = false;
     std::vector<field_key> fields;
+    /// A JSON member's field, as protobuf's JSON parser finds it: by its JSON name (lowerCamel
+    /// or the .proto's json_name), else by its .proto name; null when neither.
+    const google::protobuf::FieldDescriptor* find(const std::string& key) const {
+      const auto it = by_key.find(key);
+      return it == by_key.end() ? nullptr : it->second;
+    }
+    std::unordered_map<std::string, const google::protobuf::FieldDescriptor*> by_key;
   };
   const type_order& of(const google::protobuf::Descriptor& type) const;
 
