@@ -285,58 +285,43 @@ private:
     }
   }
 
+  template <class T> using setter = void (pb::Reflection::*)(pb::Message*, const pb::FieldDescriptor*, T) const;
+
+  /// `x` into `field`, set or (`add`) appended.
+  template <class T>
+  static bool put(pb::Message& out, const pb::FieldDescriptor& field, bool add, T x, setter<T> set, setter<T> append) {
+    (out.GetReflection()->*(add ? append : set))(&out, &field, std::move(x));
+    return true;
+  }
+
+  template <class T>
+  static bool integral(const json& v, pb::Message& out, const pb::FieldDescriptor& field, bool add, setter<T> set,
+                       setter<T> append) {
+    T x;
+    return integer_of(v, x) && put(out, field, add, x, set, append);
+  }
+
   /// A scalar (a key's integer text too) into `field`, set or (`add`) appended.
   static bool scalar(const json& v, pb::Message& out, const pb::FieldDescriptor& field, bool add) {
-    const auto* r = out.GetReflection();
+    using R = pb::Reflection;
     switch (field.cpp_type()) {
-      case field_type::CPPTYPE_INT32: {
-        std::int32_t x;
-        if (!integer_of(v, x))
-          return false;
-        add ? r->AddInt32(&out, &field, x) : r->SetInt32(&out, &field, x);
-        return true;
-      }
-      case field_type::CPPTYPE_INT64: {
-        std::int64_t x;
-        if (!integer_of(v, x))
-          return false;
-        add ? r->AddInt64(&out, &field, x) : r->SetInt64(&out, &field, x);
-        return true;
-      }
-      case field_type::CPPTYPE_UINT32: {
-        std::uint32_t x;
-        if (!integer_of(v, x))
-          return false;
-        add ? r->AddUInt32(&out, &field, x) : r->SetUInt32(&out, &field, x);
-        return true;
-      }
-      case field_type::CPPTYPE_UINT64: {
-        std::uint64_t x;
-        if (!integer_of(v, x))
-          return false;
-        add ? r->AddUInt64(&out, &field, x) : r->SetUInt64(&out, &field, x);
-        return true;
-      }
+      case field_type::CPPTYPE_INT32: return integral<std::int32_t>(v, out, field, add, &R::SetInt32, &R::AddInt32);
+      case field_type::CPPTYPE_INT64: return integral<std::int64_t>(v, out, field, add, &R::SetInt64, &R::AddInt64);
+      case field_type::CPPTYPE_UINT32:
+        return integral<std::uint32_t>(v, out, field, add, &R::SetUInt32, &R::AddUInt32);
+      case field_type::CPPTYPE_UINT64:
+        return integral<std::uint64_t>(v, out, field, add, &R::SetUInt64, &R::AddUInt64);
       case field_type::CPPTYPE_DOUBLE: {
         double x;
-        if (!double_of(v, x))
-          return false;
-        add ? r->AddDouble(&out, &field, x) : r->SetDouble(&out, &field, x);
-        return true;
+        return double_of(v, x) && put(out, field, add, x, &R::SetDouble, &R::AddDouble);
       }
       case field_type::CPPTYPE_FLOAT: {
-        double x;
-        if (!double_of(v, x) || (std::isfinite(x) && std::fabs(x) > FLT_MAX))
-          return false; // out of a float's range: protobuf refuses it
-        const float f = static_cast<float>(x);
-        add ? r->AddFloat(&out, &field, f) : r->SetFloat(&out, &field, f);
-        return true;
+        double x; // out of a float's range: protobuf refuses it
+        return double_of(v, x) && (!std::isfinite(x) || std::fabs(x) <= FLT_MAX) &&
+               put(out, field, add, static_cast<float>(x), &R::SetFloat, &R::AddFloat);
       }
       case field_type::CPPTYPE_BOOL:
-        if (!v.is_boolean())
-          return false;
-        add ? r->AddBool(&out, &field, v.get<bool>()) : r->SetBool(&out, &field, v.get<bool>());
-        return true;
+        return v.is_boolean() && put(out, field, add, v.get<bool>(), &R::SetBool, &R::AddBool);
       case field_type::CPPTYPE_ENUM: {
         // By name; by number any int32 for a proto3 (open) enum, as protobuf's parser takes it,
         // and only a named one for a proto2 enum, which protobuf's reflection holds closed.
@@ -351,26 +336,17 @@ private:
                    (type->file()->syntax() != pb::FileDescriptor::SYNTAX_PROTO3 && !type->FindValueByNumber(number))) {
           return false;
         }
-        if (type->full_name() == "google.protobuf.NullValue")
-          return false;
-        add ? r->AddEnumValue(&out, &field, number) : r->SetEnumValue(&out, &field, number);
-        return true;
+        return type->full_name() != "google.protobuf.NullValue" &&
+               put(out, field, add, number, &R::SetEnumValue, &R::AddEnumValue);
       }
       case field_type::CPPTYPE_STRING: {
         if (!v.is_string())
           return false;
         const auto& text = v.get_ref<const std::string&>();
-        if (field.type() == pb::FieldDescriptor::TYPE_BYTES) {
-          std::string bytes;
-          if (!unbase64(text, bytes))
-            return false;
-          add ? r->AddString(&out, &field, std::move(bytes)) : r->SetString(&out, &field, std::move(bytes));
-          return true;
-        }
-        if (!valid_utf8(text))
-          return false;
-        add ? r->AddString(&out, &field, text) : r->SetString(&out, &field, text);
-        return true;
+        std::string bytes;
+        if (field.type() == pb::FieldDescriptor::TYPE_BYTES)
+          return unbase64(text, bytes) && put(out, field, add, std::move(bytes), &R::SetString, &R::AddString);
+        return valid_utf8(text) && put(out, field, add, std::string(text), &R::SetString, &R::AddString);
       }
       case field_type::CPPTYPE_MESSAGE: return false; // value() has it
     }
