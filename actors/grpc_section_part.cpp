@@ -64,7 +64,7 @@ grpc_section_part(const serving_config& serving, std::size_t route, std::size_t 
     skipped.detail = "a field the message reads is absent or not a scalar";
     return skipped;
   }
-  const grpc::message_types types{*catalog->resolver, *catalog->factory};
+  const grpc::message_types types{*catalog->resolver, *catalog->factory, catalog->orders.get()};
   auto bytes = grpc::encode_message(types, *(*plan)->method->input_type(), *message);
   if (!bytes.ok && write) {
     const auto problems = message_problems(*message, *(*plan)->method->input_type(), "message");

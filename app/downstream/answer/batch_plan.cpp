@@ -47,7 +47,7 @@ batch_plan plan_grpc_batch(std::vector<batch_item> items, const grpc_call_config
       } else if (!message) {
         refused = "grpc message: a value it reads is absent";
       } else {
-        const grpc::message_types types{*catalog->resolver, *catalog->factory};
+        const grpc::message_types types{*catalog->resolver, *catalog->factory, catalog->orders.get()};
         auto bytes = grpc::encode_message(types, *method->method->input_type(), *message);
         if (bytes.ok) {
           part = std::make_shared<grpc_call_part>();

@@ -91,8 +91,34 @@ endpoint_result machine_result(const answer_verdict& v) {
 grpc::conversion grpc_data_of(const std::vector<std::string>& messages, const grpc_call_part& call,
                               const std::vector<field_path>& fields, std::size_t max_items) {
   grpc::conversion out;
-  const grpc::message_types types{*call.catalog->resolver, *call.catalog->factory};
+  const grpc::message_types types{*call.catalog->resolver, *call.catalog->factory, call.catalog->orders.get()};
   const auto& output = *call.plan->method->output_type();
+  const bool stream = call.plan->server_streaming();
+  if (!stream && messages.size() != 1) { // the reader never lets this by
+    out.error = "grpc answer: a unary method answered OK with " + std::to_string(messages.size()) + " messages";
+    return out;
+  }
+  if (fields.empty()) { // written as text from each message, the first max_items of a stream
+    if (stream)
+      out.text += '[';
+    for (std::size_t i = 0; i < messages.size(); ++i) {
+      if (max_items != 0 && i >= max_items) { // parsed still: a stream's every message must be one
+        auto skipped = grpc::decode_message_value(types, output, messages[i]);
+        if (!skipped.ok)
+          return grpc::conversion{false, {}, "grpc answer: " + skipped.error};
+        continue;
+      }
+      if (i > 0)
+        out.text += ',';
+      std::string error;
+      if (!grpc::decode_message_text(types, output, messages[i], out.text, error))
+        return grpc::conversion{false, {}, "grpc answer: " + error};
+    }
+    if (stream)
+      out.text += ']';
+    out.ok = true;
+    return out;
+  }
   auto data = nlohmann::json::array();
   for (const auto& bytes : messages) {
     auto json = grpc::decode_message_value(types, output, bytes);
@@ -100,15 +126,11 @@ grpc::conversion grpc_data_of(const std::vector<std::string>& messages, const gr
       out.error = "grpc answer: " + json.error;
       return out;
     }
-    data.push_back(fields.empty() ? std::move(json.value) : project_fields(json.value, fields));
-  }
-  if (!call.plan->server_streaming() && data.size() != 1) { // the reader never lets this by
-    out.error = "grpc answer: a unary method answered OK with " + std::to_string(data.size()) + " messages";
-    return out;
+    data.push_back(project_fields(json.value, fields));
   }
   if (max_items != 0 && data.size() > max_items)
     data.erase(data.begin() + static_cast<std::ptrdiff_t>(max_items), data.end());
-  out.text = grpc::json_text(call.plan->server_streaming() ? data : data.at(0));
+  out.text = grpc::json_text(stream ? data : data.at(0));
   out.ok = true;
   return out;
 }

@@ -24,7 +24,7 @@ namespace gather {
 
 namespace pb = google::protobuf;
 
-proto_catalog::proto_catalog() = default;
+proto_catalog::proto_catalog() : orders(std::make_unique<grpc::field_orders>()) {}
 proto_catalog::~proto_catalog() = default;
 
 namespace {

@@ -23,6 +23,8 @@ class TypeResolver;
 
 namespace gather::grpc {
 
+class field_orders;
+
 /// The raw value of a placeholder: text for what the inbound request gives (a capture, a query
 /// parameter, a header), a JSON scalar for a section's field, a batch item or a claim; nullopt
 /// when the message cannot be made (a section's field that is absent or not a scalar).
@@ -46,12 +48,24 @@ struct conversion {
 struct message_types {
   google::protobuf::util::TypeResolver& resolver;
   google::protobuf::DynamicMessageFactory& factory;
+  /// The pool's types' field orders (proto_catalog::orders); without, each answer makes its own.
+  const field_orders* orders = nullptr;
 };
 
 /// `message` (proto3 JSON) as the bytes of a `type` message; a key the type lacks or a value its
-/// field cannot hold is an error.
+/// field cannot hold is an error. Set through reflection (encode_message_direct), else by
+/// protobuf's JSON parser (encode_message_protobuf), which also says every refusal.
 conversion encode_message(const message_types& types, const google::protobuf::Descriptor& type,
                           const nlohmann::json& message);
+/// The reflection way alone (grpc_message_encode.cpp): true with `bytes` set when it takes the
+/// message; false for what it leaves to protobuf's parser (the well-known types, a spelling or a
+/// value it is not sure protobuf takes the same way, anything protobuf may refuse).
+bool encode_message_direct(const message_types& types, const google::protobuf::Descriptor& type,
+                           const nlohmann::json& message, std::string& bytes);
+/// protobuf's JSON parser alone (JsonToBinaryString on the value's text): what encode_message did
+/// before the reflection way, kept for what that leaves and to check the two agree.
+conversion encode_message_protobuf(const message_types& types, const google::protobuf::Descriptor& type,
+                                   const nlohmann::json& message);
 
 /// The bytes of a `type` message as JSON: names as the .proto writes them, every field printed
 /// with its default, enums by name (int64 as strings, bytes as base64, as the mapping says).
@@ -68,6 +82,11 @@ struct decoded {
 /// through reflection, or by protobuf's printer for the few types the writer leaves to it.
 decoded decode_message_value(const message_types& types, const google::protobuf::Descriptor& type,
                              std::string_view bytes);
+/// decode_message_value's JSON as json_text writes it, appended to `out`: written from the parsed
+/// message in one walk (message_text), no value in between; by the value's way for what that walk
+/// leaves to protobuf's printer. False with `error` (and `out` as it was) as decode_message_value.
+bool decode_message_text(const message_types& types, const google::protobuf::Descriptor& type,
+                         std::string_view bytes, std::string& out, std::string& error);
 /// protobuf's printer alone (BinaryToJsonString with the same choices): what decode_message
 /// gave before its writer, kept for what the writer leaves to it and to check the two agree.
 conversion decode_message_printed(const message_types& types, const google::protobuf::Descriptor& type,

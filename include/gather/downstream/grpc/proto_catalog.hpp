@@ -19,6 +19,7 @@
 #include <google/protobuf/util/type_resolver.h>
 
 #include "gather/config/config.hpp"
+#include "gather/downstream/grpc/grpc_message_json.hpp"
 
 namespace gather {
 
@@ -40,6 +41,8 @@ struct proto_catalog {
   std::unique_ptr<google::protobuf::util::TypeResolver> resolver;
   /// Messages of the pool's types (GetPrototype is thread-safe): bytes are parsed before printing.
   std::unique_ptr<google::protobuf::DynamicMessageFactory> factory;
+  /// The pool's types' field orders, made as answers first need them (thread-safe).
+  std::unique_ptr<grpc::field_orders> orders;
   /// [route][section]: the plan of each gRPC section whose method the pool has; nullopt for a
   /// section that is not gRPC, or whose method only its target's reflection can tell.
   std::vector<std::vector<std::optional<grpc_method_plan>>> sections;
