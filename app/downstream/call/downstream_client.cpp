@@ -11,11 +11,13 @@
 
 #include "gather/runtime/io_loops.hpp"
 
+#include "call/inflight_ticket.hpp"
 #include "call/loop_client.hpp"
 
 namespace gather {
 
 namespace asio = boost::asio;
+using downstream_loop::inflight_ticket;
 using downstream_loop::loop_client;
 using downstream_loop::make_client_tls;
 
@@ -23,7 +25,9 @@ struct downstream_client::impl {
   std::unique_ptr<io_loops> own_loops; ///< only when the client runs loops of its own
   io_loops& loops;
   std::atomic<std::uint64_t> next_id{1};
-  std::atomic<std::size_t> inflight{0};
+  /// Shared with every call's ticket (inflight_ticket.hpp): a ticket in a posted handler the loop
+  /// never ran is destroyed with own_loops, after this client.
+  std::shared_ptr<inflight_ticket::count> inflight = std::make_shared<inflight_ticket::count>(0);
   std::atomic<std::size_t> queued{0};
   std::unique_ptr<asio::ssl::context> tls;           ///< https downstreams: verify peer and name
   std::unique_ptr<asio::ssl::context> tls_h2;        ///< the same, with ALPN offering h2
@@ -34,7 +38,7 @@ struct downstream_client::impl {
     tls = make_client_tls();
     tls_h2 = make_client_tls(true);
     for (std::size_t i = 0; i < loops.size(); ++i)
-      clients.push_back(std::make_unique<loop_client>(loops.loop(i), lookups, inflight, *tls, *tls_h2, bounds));
+      clients.push_back(std::make_unique<loop_client>(loops.loop(i), lookups, *tls, *tls_h2, bounds));
     if (own_loops)
       own_loops->start();
   }
@@ -50,7 +54,8 @@ struct downstream_client::impl {
   /// Ids carry their loop (id % loops). A call made on one of the loops stays on it and starts
   /// now: the worker, its call and the answer's read share one thread, and the call costs no
   /// posted handler (a turn of the loop, with an epoll_wait, before it is sent). From elsewhere
-  /// the loops take calls in turn. `run(client, id)` starts it on its loop.
+  /// the loops take calls in turn. `run(client, id, ticket)` starts it on its loop; the call holds
+  /// its ticket until its completion runs, its cancel, or its loop's client goes.
   template <class Run>
   std::uint64_t launch(Run run) {
     const std::uint64_t seq = next_id++;
@@ -58,16 +63,16 @@ struct downstream_client::impl {
     const auto here = loops.current();
     const std::size_t loop = here ? *here : seq % count;
     const std::uint64_t id = seq * count + loop;
-    ++inflight;
+    inflight_ticket ticket{inflight};
     auto& client = client_of(id);
     if (here) {
-      run(client, id);
+      run(client, id, std::move(ticket));
       return id;
     }
     ++queued;
-    asio::post(client.loop(), [this, &client, id, run = std::move(run)]() mutable {
+    asio::post(client.loop(), [this, &client, id, run = std::move(run), ticket = std::move(ticket)]() mutable {
       --queued;
-      run(client, id);
+      run(client, id, std::move(ticket));
     });
     return id;
   }
@@ -89,14 +94,14 @@ downstream_client::downstream_client(io_loops& loops, link_bounds bounds)
 downstream_client::~downstream_client() = default;
 
 std::uint64_t downstream_client::submit(transfer_request request, completion done) {
-  return impl_->launch([request = std::move(request), done = std::move(done)](loop_client& client, std::uint64_t id) mutable {
-    client.start(id, std::move(request), std::move(done));
+  return impl_->launch([request = std::move(request), done = std::move(done)](loop_client& client, std::uint64_t id, inflight_ticket ticket) mutable {
+    client.start(id, std::move(request), std::move(done), std::move(ticket));
   });
 }
 
 std::uint64_t downstream_client::call(stream_request request, std::shared_ptr<stream_events> events) {
-  return impl_->launch([request = std::move(request), events = std::move(events)](loop_client& client, std::uint64_t id) mutable {
-    client.call(id, std::move(request), std::move(events));
+  return impl_->launch([request = std::move(request), events = std::move(events)](loop_client& client, std::uint64_t id, inflight_ticket ticket) mutable {
+    client.call(id, std::move(request), std::move(events), std::move(ticket));
   });
 }
 
@@ -113,7 +118,7 @@ void downstream_client::cancel(std::uint64_t id) {
   });
 }
 
-std::size_t downstream_client::inflight() const { return impl_->inflight.load(); }
+std::size_t downstream_client::inflight() const { return impl_->inflight->load(); }
 
 std::size_t downstream_client::queued() const { return impl_->queued.load(); }
 
