@@ -25,8 +25,9 @@ struct downstream_client::impl {
   std::unique_ptr<io_loops> own_loops; ///< only when the client runs loops of its own
   io_loops& loops;
   std::atomic<std::uint64_t> next_id{1};
-  /// Shared with every call's ticket (inflight_ticket.hpp): a ticket in a posted handler the loop
-  /// never ran is destroyed with own_loops, after this client.
+  /// Before the clients (their destructors release their calls' tickets into it); shared with a
+  /// posted call's ticket, which a loop that never ran it destroys after this client
+  /// (inflight_ticket.hpp).
   std::shared_ptr<inflight_ticket::count> inflight = std::make_shared<inflight_ticket::count>(0);
   std::atomic<std::size_t> queued{0};
   std::unique_ptr<asio::ssl::context> tls;           ///< https downstreams: verify peer and name
@@ -63,14 +64,13 @@ struct downstream_client::impl {
     const auto here = loops.current();
     const std::size_t loop = here ? *here : seq % count;
     const std::uint64_t id = seq * count + loop;
-    inflight_ticket ticket{inflight};
     auto& client = client_of(id);
     if (here) {
-      run(client, id, std::move(ticket));
+      run(client, id, inflight_ticket{*inflight});
       return id;
     }
     ++queued;
-    asio::post(client.loop(), [this, &client, id, run = std::move(run), ticket = std::move(ticket)]() mutable {
+    asio::post(client.loop(), [this, &client, id, run = std::move(run), ticket = inflight_ticket{inflight}]() mutable {
       --queued;
       run(client, id, std::move(ticket));
     });

@@ -1,8 +1,9 @@
 // One call's place in downstream_client::inflight(): raised once when downstream_client's launch
 // makes it, lowered once when the call lets it go (its completion is about to run, it was
 // cancelled, or its loop's client went away with it), whatever way the call took in between.
-// Move-only; the count it holds is shared so that a ticket inside a handler the loop never ran,
-// destroyed with the loop after the client, still lowers a live count. Private to app/downstream/.
+// Move-only. A ticket inside a handler the loop never ran is destroyed with the loop, after the
+// client: such a ticket shares the count's ownership; one held by a running call points at it (the
+// loop's client releases its running calls' tickets when it goes). Private to app/downstream/.
 #pragma once
 
 #include <atomic>
@@ -17,14 +18,22 @@ public:
   using count = std::atomic<std::size_t>;
 
   inflight_ticket() = default;
-  explicit inflight_ticket(std::shared_ptr<count> of) : count_(std::move(of)) {
+  /// A call started on its loop now: the count outlives it (every call still held when the loop's
+  /// client goes is released by that client's destructor, before the count is freed).
+  explicit inflight_ticket(count& of) : count_(&of) { count_->fetch_add(1, std::memory_order_relaxed); }
+  /// A call posted to its loop: the handler may be destroyed unrun with the loop, after the
+  /// client, so this ticket keeps the count alive (one reference count per posted call, none for
+  /// a call started on its own loop).
+  explicit inflight_ticket(std::shared_ptr<count> of) : keep_(std::move(of)), count_(keep_.get()) {
     count_->fetch_add(1, std::memory_order_relaxed);
   }
-  inflight_ticket(inflight_ticket&& other) noexcept = default;
+  inflight_ticket(inflight_ticket&& other) noexcept
+    : keep_(std::move(other.keep_)), count_(std::exchange(other.count_, nullptr)) {}
   inflight_ticket& operator=(inflight_ticket&& other) noexcept {
     if (this != &other) {
       release();
-      count_ = std::move(other.count_);
+      keep_ = std::move(other.keep_);
+      count_ = std::exchange(other.count_, nullptr);
     }
     return *this;
   }
@@ -37,13 +46,16 @@ public:
   void release() {
     if (count_) {
       count_->fetch_sub(1, std::memory_order_relaxed);
-      count_.reset();
+      count_ = nullptr;
+      if (keep_)
+        keep_.reset();
     }
   }
   bool held() const { return count_ != nullptr; }
 
 private:
-  std::shared_ptr<count> count_;
+  std::shared_ptr<count> keep_; ///< only for a posted call
+  count* count_ = nullptr;
 };
 
 } // namespace gather::downstream_loop
