@@ -457,7 +457,8 @@ TEST_CASE("an HTTP/1.1-only TLS origin with http2: calls at once all answered, i
       CHECK(r.body == R"({"ok":1})");
     }
     const auto first = ports_seen();
-    CHECK(first.size() == static_cast<std::size_t>(at_once));
+    CHECK(first.size() == static_cast<std::size_t>(at_once)); // one request each: none sent twice
+    CHECK(client.inflight() == 0); // each counted once, through the hand-over to HTTP/1.1
     const std::set<int> pooled(first.begin(), first.end());
     // One after another at once: each on a connection of the pool, none new.
     for (int i = 0; i < 4; ++i)
