@@ -91,9 +91,10 @@ stream_request stream_form(const transfer_request& request) {
 
 loop_client::loop_client(asio::io_context& loop, name_lookups& lookups, asio::ssl::context& tls,
                          asio::ssl::context& tls_h2, const link_bounds& bounds)
-  : loop_(loop), h1_(loop, lookups, tls, bounds),
+  : loop_(loop), alpn_memory_(bounds.alpn_memory), h1_(loop, lookups, tls, bounds),
     h2_(loop, lookups, tls_h2, bounds, [this](std::unique_ptr<origin_connection> conn) {
-      http1_origins_[conn->key] = std::chrono::steady_clock::now() + http1_origin_memory;
+      if (alpn_memory_.count() > 0)
+        http1_origins_[conn->key] = std::chrono::steady_clock::now() + alpn_memory_;
       h1_.give_back(std::move(conn));
     }) {}
 

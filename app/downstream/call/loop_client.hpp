@@ -16,9 +16,6 @@
 
 namespace gather::downstream_loop {
 
-/// How long an https origin whose ALPN chose HTTP/1.1 is called over HTTP/1.1 without asking again.
-constexpr std::chrono::seconds http1_origin_memory{60};
-
 class loop_client {
 public:
   loop_client(asio::io_context& loop, name_lookups& lookups, asio::ssl::context& tls, asio::ssl::context& tls_h2, const link_bounds& bounds);
@@ -45,6 +42,7 @@ private:
   bool speaks_http1_only(const transfer_request& request);
 
   asio::io_context& loop_;
+  std::chrono::milliseconds alpn_memory_; ///< link_bounds::alpn_memory
   std::unordered_map<std::string, std::chrono::steady_clock::time_point> http1_origins_; ///< until when
   h1_client h1_;
   h2_client h2_;

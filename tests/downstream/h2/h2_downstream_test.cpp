@@ -611,3 +611,39 @@ TEST_CASE("a client dropped after its loop stopped: running and queued calls of 
     CHECK_FALSE(call->has_ended());
   CHECK(gather::test::eventually([&] { return silent.closed_by_peer() == 3; }, 2s));
 }
+
+TEST_CASE("downstream_alpn_memory_ms: an origin whose ALPN chose HTTP/1.1 is remembered for it, or asked every time",
+          "[h2-downstream]") {
+  const auto& files = gather::test::tls_files::get();
+  trusted_h2_ca ca(files.cert);
+  std::mutex mutex;
+  std::set<int> ports; // the connections the origin saw
+  h1_only_tls_server server(files, [&](const httplib::Request& req, httplib::Response& res) {
+    {
+      std::lock_guard lock(mutex);
+      ports.insert(req.remote_port);
+    }
+    res.set_content(R"({"ok":1})", "application/json");
+  });
+  const auto connections = [&] {
+    std::lock_guard lock(mutex);
+    return ports.size();
+  };
+  io_loops loops(1);
+  loops.start();
+  for (const auto memory : {60000ms, 0ms}) {
+    INFO("downstream_alpn_memory_ms " << memory.count());
+    {
+      std::lock_guard lock(mutex);
+      ports.clear();
+    }
+    downstream_client client(loops, link_bounds{60000ms, 1000ms, {}, memory});
+    for (int i = 0; i < 3; ++i)
+      CHECK(h2_fetch(client, server.url).http_status == 200);
+    // Remembered: the next calls take the pooled HTTP/1.1 connection. Not: each offers h2 on a new
+    // connection, which ALPN makes HTTP/1.1 again.
+    CHECK(connections() == (memory.count() > 0 ? 1u : 3u));
+    client_is_empty(client);
+  }
+  loops.stop();
+}
