@@ -59,6 +59,8 @@ std::vector<restart_only_change> restart_only_changes(const config& running, con
           next.downstream_idle_timeout.count());
   compare(changes, "downstream_drain_quiet_ms", running.downstream_drain_quiet.count(),
           next.downstream_drain_quiet.count());
+  compare(changes, "downstream_alpn_memory_ms", running.downstream_alpn_memory.count(),
+          next.downstream_alpn_memory.count());
   return changes;
 }
 
@@ -71,6 +73,7 @@ void keep_restart_only(const config& running, config& next) {
   next.tracing = running.tracing;
   next.downstream_idle_timeout = running.downstream_idle_timeout;
   next.downstream_drain_quiet = running.downstream_drain_quiet;
+  next.downstream_alpn_memory = running.downstream_alpn_memory;
 }
 
 } // namespace gather

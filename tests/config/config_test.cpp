@@ -979,7 +979,7 @@ TEST_CASE("docs/config.md's example is the configuration the tests load", "[unit
 
 // ---- the downstream pools' bounds (docs/config.md) ----------------------------------------------------------------
 
-TEST_CASE("config: downstream_idle_timeout_ms and downstream_drain_quiet_ms have ranges and defaults",
+TEST_CASE("config: downstream_idle_timeout_ms, downstream_drain_quiet_ms and downstream_alpn_memory_ms have ranges and defaults",
           "[unit][downstream][config]") {
   const auto defaults = require_valid(with_top("io_threads", 1));
   CHECK(defaults.downstream_idle_timeout == std::chrono::milliseconds{60000});
@@ -990,4 +990,8 @@ TEST_CASE("config: downstream_idle_timeout_ms and downstream_drain_quiet_ms have
   require_problem(with_top("downstream_idle_timeout_ms", "60s"), "downstream_idle_timeout_ms: must be an integer from 0 to 3600000");
   require_problem(with_top("downstream_drain_quiet_ms", 0), "downstream_drain_quiet_ms: must be an integer from 1 to 600000");
   require_problem(with_top("downstream_drain_quiet_ms", 600001), "downstream_drain_quiet_ms: must be an integer from 1 to 600000");
+  CHECK(defaults.downstream_alpn_memory == std::chrono::milliseconds{60000});
+  CHECK(require_valid(with_top("downstream_alpn_memory_ms", 0)).downstream_alpn_memory.count() == 0); // ask every time
+  require_problem(with_top("downstream_alpn_memory_ms", -1), "downstream_alpn_memory_ms: must be an integer from 0 to 86400000");
+  require_problem(with_top("downstream_alpn_memory_ms", 86400001), "downstream_alpn_memory_ms: must be an integer from 0 to 86400000");
 }

@@ -11,11 +11,13 @@
 
 #include "gather/runtime/io_loops.hpp"
 
+#include "call/inflight_ticket.hpp"
 #include "call/loop_client.hpp"
 
 namespace gather {
 
 namespace asio = boost::asio;
+using downstream_loop::inflight_ticket;
 using downstream_loop::loop_client;
 using downstream_loop::make_client_tls;
 
@@ -23,7 +25,10 @@ struct downstream_client::impl {
   std::unique_ptr<io_loops> own_loops; ///< only when the client runs loops of its own
   io_loops& loops;
   std::atomic<std::uint64_t> next_id{1};
-  std::atomic<std::size_t> inflight{0};
+  /// Before the clients (their destructors release their calls' tickets into it); shared with a
+  /// posted call's ticket, which a loop that never ran it destroys after this client
+  /// (inflight_ticket.hpp).
+  std::shared_ptr<inflight_ticket::count> inflight = std::make_shared<inflight_ticket::count>(0);
   std::atomic<std::size_t> queued{0};
   std::unique_ptr<asio::ssl::context> tls;           ///< https downstreams: verify peer and name
   std::unique_ptr<asio::ssl::context> tls_h2;        ///< the same, with ALPN offering h2
@@ -34,7 +39,7 @@ struct downstream_client::impl {
     tls = make_client_tls();
     tls_h2 = make_client_tls(true);
     for (std::size_t i = 0; i < loops.size(); ++i)
-      clients.push_back(std::make_unique<loop_client>(loops.loop(i), lookups, inflight, *tls, *tls_h2, bounds));
+      clients.push_back(std::make_unique<loop_client>(loops.loop(i), lookups, *tls, *tls_h2, bounds));
     if (own_loops)
       own_loops->start();
   }
@@ -50,9 +55,10 @@ struct downstream_client::impl {
   /// Ids carry their loop (id % loops). A call made on one of the loops stays on it and starts
   /// now: the worker, its call and the answer's read share one thread, and the call costs no
   /// posted handler (a turn of the loop, with an epoll_wait, before it is sent). From elsewhere
-  /// the loops take calls in turn. `start(client, id)` starts it at once on this thread's loop;
-  /// `posted()` gives what starts it on another (taking the call over) only when it is needed:
-  /// a call made on its loop is passed on by reference, never moved into a closure.
+  /// the loops take calls in turn. `start(client, id, ticket)` starts it at once on this thread's
+  /// loop; `posted()` gives what starts it on another (taking the call over) only when it is
+  /// needed: a call made on its loop is passed on by reference, never moved into a closure. The
+  /// call holds its ticket until its completion runs, its cancel, or its loop's client goes.
   template <class Start, class Posted>
   std::uint64_t launch(Start&& start, Posted&& posted) {
     const std::uint64_t seq = next_id++;
@@ -60,16 +66,15 @@ struct downstream_client::impl {
     const auto here = loops.current();
     const std::size_t loop = here ? *here : seq % count;
     const std::uint64_t id = seq * count + loop;
-    ++inflight;
     auto& client = client_of(id);
     if (here) {
-      start(client, id);
+      start(client, id, inflight_ticket{*inflight});
       return id;
     }
     ++queued;
-    asio::post(client.loop(), [this, &client, id, run = posted()]() mutable {
+    asio::post(client.loop(), [this, &client, id, run = posted(), ticket = inflight_ticket{inflight}]() mutable {
       --queued;
-      run(client, id);
+      run(client, id, std::move(ticket));
     });
     return id;
   }
@@ -92,20 +97,26 @@ downstream_client::~downstream_client() = default;
 
 std::uint64_t downstream_client::submit(transfer_request&& request, completion&& done) {
   return impl_->launch(
-      [&](loop_client& client, std::uint64_t id) { client.start(id, std::move(request), std::move(done)); },
+      [&](loop_client& client, std::uint64_t id, inflight_ticket ticket) {
+        client.start(id, std::move(request), std::move(done), std::move(ticket));
+      },
       [&] {
-        return [request = std::move(request), done = std::move(done)](loop_client& client, std::uint64_t id) mutable {
-          client.start(id, std::move(request), std::move(done));
+        return [request = std::move(request), done = std::move(done)](loop_client& client, std::uint64_t id,
+                                                                      inflight_ticket ticket) mutable {
+          client.start(id, std::move(request), std::move(done), std::move(ticket));
         };
       });
 }
 
 std::uint64_t downstream_client::call(stream_request request, std::shared_ptr<stream_events> events) {
   return impl_->launch(
-      [&](loop_client& client, std::uint64_t id) { client.call(id, std::move(request), std::move(events)); },
+      [&](loop_client& client, std::uint64_t id, inflight_ticket ticket) {
+        client.call(id, std::move(request), std::move(events), std::move(ticket));
+      },
       [&] {
-        return [request = std::move(request), events = std::move(events)](loop_client& client, std::uint64_t id) mutable {
-          client.call(id, std::move(request), std::move(events));
+        return [request = std::move(request), events = std::move(events)](loop_client& client, std::uint64_t id,
+                                                                          inflight_ticket ticket) mutable {
+          client.call(id, std::move(request), std::move(events), std::move(ticket));
         };
       });
 }
@@ -123,7 +134,7 @@ void downstream_client::cancel(std::uint64_t id) {
   });
 }
 
-std::size_t downstream_client::inflight() const { return impl_->inflight.load(); }
+std::size_t downstream_client::inflight() const { return impl_->inflight->load(); }
 
 std::size_t downstream_client::queued() const { return impl_->queued.load(); }
 

@@ -11,8 +11,9 @@ namespace {
 /// them; an origin without h2 sends the transfer to the HTTP/1.1 client.
 class transfer_collector final : public stream_events {
 public:
-  transfer_collector(loop_client& face, std::uint64_t id, transfer_request request, downstream_client::completion done)
-    : face_(face), id_(id), request_(std::move(request)), done_(std::move(done)),
+  transfer_collector(loop_client& face, std::uint64_t id, transfer_request request, downstream_client::completion done,
+                     inflight_ticket ticket)
+    : face_(face), id_(id), request_(std::move(request)), done_(std::move(done)), ticket_(std::move(ticket)),
       started_(std::chrono::steady_clock::now()) {}
 
   bool on_head(stream_head&& head) override {
@@ -26,6 +27,8 @@ public:
   void on_trailers(header_list&&) override {}
   void on_end(stream_end&& end) override {
     auto done = std::move(done_);
+    if (end.how != stream_ending::no_h2)
+      ticket_.release(); // before the completion: whoever it wakes sees the count without it
     switch (end.how) {
       case stream_ending::complete:
         result_.body.reserve(result_.body.size() + body_slack_bytes);
@@ -34,7 +37,7 @@ public:
         const auto spent = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started_);
         request_.timeout = std::max(std::chrono::milliseconds{1}, request_.timeout - spent);
         request_.slow_after = std::chrono::microseconds{0}; // its point has passed or is lost: no hedge
-        return face_.fall_back(id_, std::move(request_), std::move(done));
+        return face_.fall_back(id_, std::move(request_), std::move(done), std::move(ticket_));
       }
       case stream_ending::timeout:
         result_.error = transfer_error::timeout;
@@ -64,6 +67,7 @@ private:
   std::uint64_t id_;
   transfer_request request_;
   downstream_client::completion done_;
+  inflight_ticket ticket_; ///< the transfer's, not its HTTP/2 call's: it goes on with a fall-back
   std::chrono::steady_clock::time_point started_;
   transfer_result result_;
 };
@@ -85,11 +89,12 @@ stream_request stream_form(const transfer_request& request) {
 
 } // namespace
 
-loop_client::loop_client(asio::io_context& loop, name_lookups& lookups, std::atomic<std::size_t>& inflight,
-                         asio::ssl::context& tls, asio::ssl::context& tls_h2, const link_bounds& bounds)
-  : loop_(loop), inflight_(inflight), h1_(loop, lookups, inflight, tls, bounds),
-    h2_(loop, lookups, inflight, tls_h2, bounds, [this](std::unique_ptr<origin_connection> conn) {
-      http1_origins_[conn->key] = std::chrono::steady_clock::now() + http1_origin_memory;
+loop_client::loop_client(asio::io_context& loop, name_lookups& lookups, asio::ssl::context& tls,
+                         asio::ssl::context& tls_h2, const link_bounds& bounds)
+  : loop_(loop), alpn_memory_(bounds.alpn_memory), h1_(loop, lookups, tls, bounds),
+    h2_(loop, lookups, tls_h2, bounds, [this](std::unique_ptr<origin_connection> conn) {
+      if (alpn_memory_.count() > 0)
+        http1_origins_[conn->key] = std::chrono::steady_clock::now() + alpn_memory_;
       h1_.give_back(std::move(conn));
     }) {}
 
@@ -108,16 +113,18 @@ bool loop_client::speaks_http1_only(const transfer_request& request) {
   return false;
 }
 
-void loop_client::start(std::uint64_t id, transfer_request&& request, downstream_client::completion&& done) {
+void loop_client::start(std::uint64_t id, transfer_request&& request, downstream_client::completion&& done,
+                        inflight_ticket ticket) {
   if (!request.http2 || speaks_http1_only(request))
-    return h1_.start(id, std::move(request), std::move(done));
+    return h1_.start(id, std::move(request), std::move(done), std::move(ticket));
   auto call = stream_form(request);
-  h2_.start(id, std::move(call), std::make_shared<transfer_collector>(*this, id, std::move(request), std::move(done)));
+  auto collector = std::make_shared<transfer_collector>(*this, id, std::move(request), std::move(done), std::move(ticket));
+  h2_.start(id, std::move(call), std::move(collector), inflight_ticket{});
 }
 
-void loop_client::fall_back(std::uint64_t id, transfer_request request, downstream_client::completion done) {
-  ++inflight_; // the HTTP/2 call's end counted it out
-  h1_.start(id, std::move(request), std::move(done));
+void loop_client::fall_back(std::uint64_t id, transfer_request request, downstream_client::completion done,
+                            inflight_ticket ticket) {
+  h1_.start(id, std::move(request), std::move(done), std::move(ticket));
 }
 
 } // namespace gather::downstream_loop

@@ -10,26 +10,24 @@
 #include <string>
 #include <unordered_map>
 
+#include "call/inflight_ticket.hpp"
 #include "h1/h1_client.hpp"
 #include "h2/h2_client.hpp"
 
 namespace gather::downstream_loop {
 
-/// How long an https origin whose ALPN chose HTTP/1.1 is called over HTTP/1.1 without asking again.
-constexpr std::chrono::seconds http1_origin_memory{60};
-
 class loop_client {
 public:
-  loop_client(asio::io_context& loop, name_lookups& lookups, std::atomic<std::size_t>& inflight,
-              asio::ssl::context& tls, asio::ssl::context& tls_h2, const link_bounds& bounds);
+  loop_client(asio::io_context& loop, name_lookups& lookups, asio::ssl::context& tls, asio::ssl::context& tls_h2, const link_bounds& bounds);
 
   asio::io_context& loop() { return loop_; }
 
-  /// A transfer (counted in `inflight` by the caller): HTTP/1.1, or HTTP/2 with request.http2.
-  void start(std::uint64_t id, transfer_request&& request, downstream_client::completion&& done);
-  /// A call whose answer arrives as events (counted in `inflight` by the caller).
-  void call(std::uint64_t id, stream_request request, std::shared_ptr<stream_events> events) {
-    h2_.start(id, std::move(request), std::move(events));
+  /// A transfer, counted in flight by its ticket: HTTP/1.1, or HTTP/2 with request.http2.
+  void start(std::uint64_t id, transfer_request&& request, downstream_client::completion&& done,
+             inflight_ticket ticket);
+  /// A call whose answer arrives as events, counted in flight by its ticket.
+  void call(std::uint64_t id, stream_request request, std::shared_ptr<stream_events> events, inflight_ticket ticket) {
+    h2_.start(id, std::move(request), std::move(events), std::move(ticket));
   }
   /// A cancel of either kind (ids are unique across both).
   void abandon(std::uint64_t id) {
@@ -37,14 +35,15 @@ public:
     h2_.abandon(id);
   }
 
-  /// The transfer goes over HTTP/1.1 after its HTTP/2 call found an origin that does not speak h2.
-  void fall_back(std::uint64_t id, transfer_request request, downstream_client::completion done);
+  /// The transfer goes over HTTP/1.1 after its HTTP/2 call found an origin that does not speak h2;
+  /// its ticket goes with it (it was never the HTTP/2 call's).
+  void fall_back(std::uint64_t id, transfer_request request, downstream_client::completion done, inflight_ticket ticket);
 
 private:
   bool speaks_http1_only(const transfer_request& request);
 
   asio::io_context& loop_;
-  std::atomic<std::size_t>& inflight_;
+  std::chrono::milliseconds alpn_memory_; ///< link_bounds::alpn_memory
   std::unordered_map<std::string, std::chrono::steady_clock::time_point> http1_origins_; ///< until when
   h1_client h1_;
   h2_client h2_;

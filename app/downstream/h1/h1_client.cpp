@@ -73,7 +73,8 @@ void write_request(std::string& bytes, const transfer_request& request, const or
 
 } // namespace
 
-void h1_client::start(std::uint64_t id, transfer_request&& request, downstream_client::completion&& done) {
+void h1_client::start(std::uint64_t id, transfer_request&& request, downstream_client::completion&& done,
+                      inflight_ticket ticket) {
   if (retire_epoch().load(std::memory_order_relaxed) != retire_seen_)
     close_retired();
   auto t = std::make_shared<transfer>(loop_);
@@ -85,7 +86,7 @@ void h1_client::start(std::uint64_t id, transfer_request&& request, downstream_c
   const bool lines_ended = lines.empty() || (lines.size() >= 2 && std::string_view{lines}.substr(lines.size() - 2) == "\r\n"sv);
   const bool nowhere = request.target && request.target->address.empty();
   if (!where || !lines_ended || nowhere) {
-    --inflight_;
+    ticket.release(); // out of flight now: its completion only waits for submit() to return
     transfer_result result;
     result.error = nowhere ? transfer_error::connect : transfer_error::protocol;
     // (A block without its last CRLF would end the request's head inside it: never sent.)
@@ -96,6 +97,7 @@ void h1_client::start(std::uint64_t id, transfer_request&& request, downstream_c
   }
   t->where = std::move(*where);
   write_request(t->request_bytes, request, t->where);
+  t->ticket = std::move(ticket);
   running_.emplace(id, t);
   // At least 1 ms; the one timer bounds connect, send and a trickling body together.
   const auto timeout = std::chrono::microseconds{std::max(request.timeout, std::chrono::milliseconds{1})};
@@ -115,7 +117,7 @@ void h1_client::abandon(std::uint64_t id) {
     return;
   auto t = it->second;
   running_.erase(it);
-  --inflight_;
+  t->ticket.release();
   t->finished = true;
   t->timer.cancel();
   if (t->conn)
@@ -336,8 +338,8 @@ void h1_client::fail(transfer& t, transfer_error error, std::string detail) {
 void h1_client::finish(transfer& t) {
   t.finished = true;
   t.timer.cancel();
-  if (running_.erase(t.id))
-    --inflight_;
+  t.ticket.release();
+  running_.erase(t.id);
 }
 
 } // namespace gather::downstream_loop

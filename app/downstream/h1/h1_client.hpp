@@ -20,6 +20,7 @@
 #include "gather/downstream/h1/response_reading.hpp"
 #include "gather/downstream/call/url_split.hpp"
 
+#include "call/inflight_ticket.hpp"
 #include "pool/origin_connection.hpp"
 
 namespace gather::downstream_loop {
@@ -34,6 +35,7 @@ struct transfer {
   std::string request_bytes;
   std::size_t max_body_bytes = 0;
   downstream_client::completion done;
+  inflight_ticket ticket; ///< let go by finish(), a cancel or the client's end
   asio::steady_timer timer;
   std::unique_ptr<origin_connection> conn;
   std::optional<response_parser> parser;
@@ -47,23 +49,22 @@ struct transfer {
 /// The HTTP/1.1 pools and running transfers of one event loop.
 class h1_client {
 public:
-  h1_client(asio::io_context& loop, name_lookups& lookups, std::atomic<std::size_t>& inflight,
-            asio::ssl::context& tls, const link_bounds& bounds)
-    : loop_(loop), lookups_(lookups), tls_(tls), inflight_(inflight), bounds_(bounds), sweep_(loop) {}
+  h1_client(asio::io_context& loop, name_lookups& lookups, asio::ssl::context& tls, const link_bounds& bounds)
+    : loop_(loop), lookups_(lookups), tls_(tls), bounds_(bounds), sweep_(loop) {}
 
   /// The loop has stopped (or never ran): nothing runs any more.
   ~h1_client() {
     for (auto& [id, t] : running_) {
       t->finished = true;
+      t->ticket.release(); // (a handler the loop never ran may hold the transfer a while longer)
       if (t->conn)
         t->conn->close();
     }
-    inflight_ -= running_.size();
   }
 
   asio::io_context& loop() { return loop_; }
 
-  void start(std::uint64_t id, transfer_request&& request, downstream_client::completion&& done);
+  void start(std::uint64_t id, transfer_request&& request, downstream_client::completion&& done, inflight_ticket ticket);
 
   void abandon(std::uint64_t id);
 
@@ -125,7 +126,6 @@ private:
   asio::io_context& loop_;
   name_lookups& lookups_;
   asio::ssl::context& tls_;
-  std::atomic<std::size_t>& inflight_;
   std::unordered_map<std::uint64_t, std::shared_ptr<transfer>> running_;
   /// The ready (idle) links per pool key, oldest first (taken from the back: the one most likely
   /// alive). A busy link is its transfer's (transfer::conn) until its answer.

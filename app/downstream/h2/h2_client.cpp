@@ -18,9 +18,11 @@
 namespace gather::downstream_loop {
 
 h2_client::~h2_client() {
-  for (auto& [id, call] : running_)
+  for (auto& [id, call] : running_) {
     call->finished = true;
-  inflight_ -= running_.size();
+    call->ticket.release();
+    call->events.reset(); // a transfer's collector, and the ticket it holds, go now
+  }
   running_.clear();
   auto links = std::move(links_);
   links_.clear();
@@ -30,12 +32,14 @@ h2_client::~h2_client() {
         link->close_now();
 }
 
-void h2_client::start(std::uint64_t id, stream_request request, std::shared_ptr<stream_events> events) {
+void h2_client::start(std::uint64_t id, stream_request request, std::shared_ptr<stream_events> events,
+                      inflight_ticket ticket) {
   if (retire_epoch().load(std::memory_order_relaxed) != retire_seen_)
     drain_retired();
   auto call = std::make_shared<h2_call>(loop_);
   call->id = id;
   call->events = std::move(events);
+  call->ticket = std::move(ticket);
   auto where = split_url(request.url, request.target);
   call->request = std::move(request);
   running_.emplace(id, call);
@@ -106,7 +110,7 @@ void h2_client::abandon(std::uint64_t id) {
     return;
   auto call = it->second;
   running_.erase(it);
-  --inflight_;
+  call->ticket.release();
   call->finished = true;
   call->timer.cancel();
   if (call->link)
@@ -119,8 +123,8 @@ void h2_client::end(const std::shared_ptr<h2_call>& call, stream_end&& how) {
     return;
   call->finished = true;
   call->timer.cancel();
-  if (running_.erase(call->id))
-    --inflight_;
+  running_.erase(call->id);
+  call->ticket.release(); // before on_end: whoever it wakes sees the count without it
   if (call->link)
     call->link->release(*call); // a stream still open is reset (CANCEL)
   auto events = std::move(call->events);

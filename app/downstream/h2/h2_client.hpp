@@ -23,15 +23,16 @@ public:
   /// What an https link whose ALPN chose HTTP/1.1 hands over: its connection, ready for requests.
   using http1_handover = std::function<void(std::unique_ptr<origin_connection>)>;
 
-  h2_client(asio::io_context& loop, name_lookups& lookups, std::atomic<std::size_t>& inflight,
-            asio::ssl::context& tls, const link_bounds& bounds, http1_handover to_http1)
-    : loop_(loop), lookups_(lookups), tls_(tls), inflight_(inflight), bounds_(bounds),
+  h2_client(asio::io_context& loop, name_lookups& lookups, asio::ssl::context& tls, const link_bounds& bounds,
+            http1_handover to_http1)
+    : loop_(loop), lookups_(lookups), tls_(tls), bounds_(bounds),
       to_http1_(std::move(to_http1)) {}
   /// The loop has stopped (or never ran): nothing runs any more, no event is delivered.
   ~h2_client();
 
-  /// Starts a call (counted in `inflight` by the caller); its events run later, never inside.
-  void start(std::uint64_t id, stream_request request, std::shared_ptr<stream_events> events);
+  /// Starts a call, counted in flight by its ticket (none for a transfer's call: its collector
+  /// holds the transfer's); its events run later, never inside.
+  void start(std::uint64_t id, stream_request request, std::shared_ptr<stream_events> events, inflight_ticket ticket);
   /// A cancel: the stream is reset (CANCEL) and no event runs any more.
   void abandon(std::uint64_t id);
 
@@ -62,7 +63,6 @@ private:
   asio::io_context& loop_;
   name_lookups& lookups_;
   asio::ssl::context& tls_;
-  std::atomic<std::size_t>& inflight_;
   /// One origin's links, a list per state (closed ones are dropped).
   using link_list = std::vector<std::shared_ptr<h2_link>>;
   struct origin_links {

@@ -23,6 +23,7 @@
 #include "gather/downstream/call/url_split.hpp"
 #include "gather/http2/h2_codec.hpp"
 
+#include "call/inflight_ticket.hpp"
 #include "pool/origin_connection.hpp"
 
 namespace gather::downstream_loop {
@@ -42,6 +43,7 @@ struct h2_call : std::enable_shared_from_this<h2_call> {
   stream_request request;
   origin_and_target where;
   std::shared_ptr<stream_events> events;
+  inflight_ticket ticket; ///< let go by its end (before on_end), a cancel or the client's end
   asio::steady_timer timer;
   h2_link* link = nullptr;  ///< while a stream of a link carries it
   std::int32_t stream_id = 0;

@@ -316,6 +316,9 @@ struct config {
   /// An HTTP/2 downstream connection going away (GOAWAY) whose open streams get no frame for this
   /// long is closed; its calls end as a connection failure instead of waiting out their timeout.
   millis downstream_drain_quiet{1000};
+  /// An https origin whose ALPN chose HTTP/1.1 is called over HTTP/1.1 by `http2` calls for this
+  /// long without offering h2 again; 0: offered on every new connection.
+  millis downstream_alpn_memory{60000};
   /// `upstreams` (docs/upstreams.md), sorted by name.
   std::vector<upstream_config> upstreams;
   /// The upstream a URL (or gRPC target) calls, by its host; null for a plain origin.

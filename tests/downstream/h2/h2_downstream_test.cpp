@@ -25,6 +25,7 @@
 #include "support/child_process.hpp"
 #include "support/gateway_fixture.hpp"
 #include "support/h2_downstream_server.hpp"
+#include "support/test_server.hpp"
 #include "support/tls_files.hpp"
 
 using namespace std::chrono_literals;
@@ -456,7 +457,8 @@ TEST_CASE("an HTTP/1.1-only TLS origin with http2: calls at once all answered, i
       CHECK(r.body == R"({"ok":1})");
     }
     const auto first = ports_seen();
-    CHECK(first.size() == static_cast<std::size_t>(at_once));
+    CHECK(first.size() == static_cast<std::size_t>(at_once)); // one request each: none sent twice
+    CHECK(client.inflight() == 0); // each counted once, through the hand-over to HTTP/1.1
     const std::set<int> pooled(first.begin(), first.end());
     // One after another at once: each on a connection of the pool, none new.
     for (int i = 0; i < 4; ++i)
@@ -505,4 +507,143 @@ TEST_CASE("a section and a batch with http2 true call over h2c, a failing one de
   for (int i = 0; i < 500 && gateway.gw().downstream_inflight() != 0; ++i)
     std::this_thread::sleep_for(2ms);
   CHECK(gateway.gw().downstream_inflight() == 0);
+}
+
+namespace {
+
+/// A transfer's completion that only counts that it ran.
+downstream_client::completion counted(std::atomic<int>& runs) {
+  return [&runs](transfer_result&&) { ++runs; };
+}
+
+transfer_request http2_transfer(const std::string& url, std::chrono::milliseconds timeout) {
+  transfer_request request{url, {}, timeout, 1 << 20};
+  request.http2 = true;
+  return request;
+}
+
+} // namespace
+
+TEST_CASE("the in-flight count: each call counted once and let go once, cancelled, timed out or handed over",
+          "[h2-downstream]") {
+  SECTION("a cancelled http2 transfer and a cancelled call") {
+    h2_downstream_server server;
+    downstream_client client;
+    std::atomic<int> runs{0};
+    const auto transfer = client.submit(http2_transfer(server.url("/hang"), 10s), counted(runs));
+    server.line_with("REQUEST");
+    auto events = std::make_shared<recorded_call>();
+    const auto call = client.call(stream_get(server.url("/hang"), 10s), events);
+    server.line_with("REQUEST");
+    CHECK(client.inflight() == 2);
+    client.cancel(transfer);
+    client.cancel(call);
+    CHECK(server.line_with("RESET").find(" 8 /hang") != std::string::npos);
+    CHECK(server.line_with("RESET").find(" 8 /hang") != std::string::npos);
+    client_is_empty(client);
+    CHECK(runs.load() == 0);
+    CHECK_FALSE(events->has_ended());
+  }
+  SECTION("a timed-out http2 transfer and a timed-out call") {
+    h2_downstream_server server;
+    downstream_client client;
+    CHECK(h2_fetch(client, server.url("/hang"), 200ms).error == transfer_error::timeout);
+    CHECK(start_call(client, stream_get(server.url("/hang"), 200ms))->wait().how == stream_ending::timeout);
+    client_is_empty(client);
+  }
+  SECTION("http2 transfers handed over to HTTP/1.1 by ALPN: one request each, none counted twice") {
+    const auto& files = gather::test::tls_files::get();
+    trusted_h2_ca ca(files.cert);
+    std::atomic<int> requests{0};
+    h1_only_tls_server server(files, [&](const httplib::Request&, httplib::Response& res) {
+      ++requests;
+      res.set_content(R"({"ok":1})", "application/json");
+    }, 16);
+    downstream_client client;
+    constexpr int at_once = 8; // all waiting for the first ALPN answer
+    std::atomic<int> ok{0}, runs{0};
+    for (int i = 0; i < at_once; ++i)
+      client.submit(http2_transfer(server.url, 3s), [&](transfer_result&& r) {
+        ok += r.http_status == 200 ? 1 : 0;
+        ++runs;
+      });
+    REQUIRE(gather::test::eventually([&] { return runs.load() == at_once; }, 8s));
+    CHECK(ok.load() == at_once);
+    CHECK(client.inflight() == 0);
+    CHECK(requests.load() == at_once);
+  }
+}
+
+TEST_CASE("a client dropped after its loop stopped: running and queued calls of both kinds go, none completes",
+          "[h2-downstream]") {
+  // The tickets of calls still in the stopped loop's queue are destroyed with the loop, after the
+  // client (ASan sees any use of what the client freed).
+  h2_downstream_server server;
+  gather::test::silent_server silent;
+  std::atomic<int> runs{0};
+  std::vector<std::shared_ptr<recorded_call>> calls;
+  {
+    io_loops loops(1);
+    loops.start();
+    downstream_client client(loops);
+    for (int i = 0; i < 3; ++i)
+      client.submit(transfer_request{silent.base_url() + "/x", {}, 10s, 1 << 20}, counted(runs));
+    for (int i = 0; i < 2; ++i)
+      client.submit(http2_transfer(server.url("/hang"), 10s), counted(runs));
+    for (int i = 0; i < 2; ++i) {
+      calls.push_back(std::make_shared<recorded_call>());
+      client.call(stream_get(server.url("/hang"), 10s), calls.back());
+    }
+    REQUIRE(gather::test::eventually([&] { return silent.accepted() == 3; }));
+    for (int i = 0; i < 4; ++i)
+      server.line_with("REQUEST");
+    CHECK(client.inflight() == 7);
+    loops.stop();
+    client.submit(transfer_request{silent.base_url() + "/x", {}, 10s, 1 << 20}, counted(runs));
+    client.submit(http2_transfer(server.url("/hang"), 10s), counted(runs));
+    calls.push_back(std::make_shared<recorded_call>());
+    client.call(stream_get(server.url("/hang"), 10s), calls.back());
+    CHECK(client.inflight() == 10);
+    CHECK(client.queued() == 3);
+  } // the client first, then the loops with the handlers they never ran
+  CHECK(runs.load() == 0);
+  for (const auto& call : calls)
+    CHECK_FALSE(call->has_ended());
+  CHECK(gather::test::eventually([&] { return silent.closed_by_peer() == 3; }, 2s));
+}
+
+TEST_CASE("downstream_alpn_memory_ms: an origin whose ALPN chose HTTP/1.1 is remembered for it, or asked every time",
+          "[h2-downstream]") {
+  const auto& files = gather::test::tls_files::get();
+  trusted_h2_ca ca(files.cert);
+  std::mutex mutex;
+  std::set<int> ports; // the connections the origin saw
+  h1_only_tls_server server(files, [&](const httplib::Request& req, httplib::Response& res) {
+    {
+      std::lock_guard lock(mutex);
+      ports.insert(req.remote_port);
+    }
+    res.set_content(R"({"ok":1})", "application/json");
+  });
+  const auto connections = [&] {
+    std::lock_guard lock(mutex);
+    return ports.size();
+  };
+  io_loops loops(1);
+  loops.start();
+  for (const auto memory : {60000ms, 0ms}) {
+    INFO("downstream_alpn_memory_ms " << memory.count());
+    {
+      std::lock_guard lock(mutex);
+      ports.clear();
+    }
+    downstream_client client(loops, link_bounds{60000ms, 1000ms, {}, memory});
+    for (int i = 0; i < 3; ++i)
+      CHECK(h2_fetch(client, server.url).http_status == 200);
+    // Remembered: the next calls take the pooled HTTP/1.1 connection. Not: each offers h2 on a new
+    // connection, which ALPN makes HTTP/1.1 again.
+    CHECK(connections() == (memory.count() > 0 ? 1u : 3u));
+    client_is_empty(client);
+  }
+  loops.stop();
 }

@@ -78,8 +78,8 @@ public:
   using completion = std::function<void(transfer_result&&)>;
 
   /// On `loops`, which must run while transfers are submitted and be stopped before this is
-  /// destroyed; its pooled connections within `bounds` (the config's downstream_idle_timeout_ms
-  /// and downstream_drain_quiet_ms).
+  /// destroyed; its pooled connections within `bounds` (the config's downstream_idle_timeout_ms,
+  /// downstream_drain_quiet_ms and downstream_alpn_memory_ms).
   explicit downstream_client(io_loops& loops, link_bounds bounds = {});
   /// On one event loop of its own (a load generator, a tool).
   downstream_client();
