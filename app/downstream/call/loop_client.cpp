@@ -91,26 +91,17 @@ stream_request stream_form(const transfer_request& request) {
 
 loop_client::loop_client(asio::io_context& loop, name_lookups& lookups, asio::ssl::context& tls,
                          asio::ssl::context& tls_h2, const link_bounds& bounds)
-  : loop_(loop), alpn_memory_(bounds.alpn_memory), h1_(loop, lookups, tls, bounds),
+  : loop_(loop), protocols_(bounds.alpn_memory), h1_(loop, lookups, tls, bounds),
     h2_(loop, lookups, tls_h2, bounds, [this](std::unique_ptr<origin_connection> conn) {
-      if (alpn_memory_.count() > 0)
-        http1_origins_[conn->key] = std::chrono::steady_clock::now() + alpn_memory_;
+      protocols_.chose(conn->key, origin_protocol::h1, std::chrono::steady_clock::now());
       h1_.give_back(std::move(conn));
     }) {}
 
 bool loop_client::speaks_http1_only(const transfer_request& request) {
-  if (http1_origins_.empty())
+  if (protocols_.empty())
     return false;
   auto where = split_url(request.url, request.target);
-  if (!where)
-    return false;
-  auto it = http1_origins_.find(where->key);
-  if (it == http1_origins_.end())
-    return false;
-  if (std::chrono::steady_clock::now() < it->second)
-    return true;
-  http1_origins_.erase(it); // asked again
-  return false;
+  return where && protocols_.of(where->key, std::chrono::steady_clock::now()) == origin_protocol::h1;
 }
 
 void loop_client::start(std::uint64_t id, transfer_request&& request, downstream_client::completion&& done,

@@ -6,9 +6,7 @@
 // HTTP/2 side made. Only the loop's thread touches any of it. Private to app/downstream/.
 #pragma once
 
-#include <chrono>
-#include <string>
-#include <unordered_map>
+#include "gather/downstream/pool/origin_pool.hpp"
 
 #include "call/inflight_ticket.hpp"
 #include "h1/h1_client.hpp"
@@ -43,8 +41,7 @@ private:
   bool speaks_http1_only(const transfer_request& request);
 
   asio::io_context& loop_;
-  std::chrono::milliseconds alpn_memory_; ///< link_bounds::alpn_memory
-  std::unordered_map<std::string, std::chrono::steady_clock::time_point> http1_origins_; ///< until when
+  protocol_memory protocols_; ///< link_bounds::alpn_memory; only http/1.1 answers are filed yet
   h1_client h1_;
   h2_client h2_;
 };

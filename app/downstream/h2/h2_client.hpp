@@ -5,7 +5,6 @@
 // Only the loop's thread touches any of it. Private to app/downstream/.
 #pragma once
 
-#include <array>
 #include <atomic>
 #include <cstdint>
 #include <functional>
@@ -13,6 +12,8 @@
 #include <string>
 #include <unordered_map>
 #include <vector>
+
+#include "gather/downstream/pool/origin_pool.hpp"
 
 #include "h2/h2_link.hpp"
 
@@ -63,18 +64,8 @@ private:
   asio::io_context& loop_;
   name_lookups& lookups_;
   asio::ssl::context& tls_;
-  /// One origin's links, a list per state (closed ones are dropped).
-  using link_list = std::vector<std::shared_ptr<h2_link>>;
-  struct origin_links {
-    std::array<link_list, 4> by_state; ///< connecting, ready, busy, draining
-    link_list& operator[](link_state s) { return by_state[static_cast<std::size_t>(s)]; }
-    bool empty() const {
-      for (const auto& list : by_state)
-        if (!list.empty())
-          return false;
-      return true;
-    }
-  };
+  /// One origin's links, a list per state (closed ones are dropped: origin_pool.hpp).
+  using origin_links = link_lists<std::shared_ptr<h2_link>>;
 
   link_bounds bounds_;
   http1_handover to_http1_;
