@@ -102,6 +102,12 @@ void h2_client::place(const std::shared_ptr<h2_call>& call, const h2_link* exclu
   link->open(lookups_);
 }
 
+void h2_client::adopt(std::unique_ptr<origin_connection> conn, const origin_and_target& where) {
+  auto link = std::make_shared<h2_link>(*this, loop_, tls_, where, bounds_);
+  links_[where.key].add(link_state::connecting, link);
+  link->adopt(std::move(conn));
+}
+
 void h2_client::abandon(std::uint64_t id) {
   auto it = running_.find(id);
   if (it == running_.end())

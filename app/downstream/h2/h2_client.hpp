@@ -21,13 +21,8 @@ namespace gather::downstream_loop {
 
 class h2_client {
 public:
-  /// What an https link whose ALPN chose HTTP/1.1 hands over: its connection, ready for requests.
-  using http1_handover = std::function<void(std::unique_ptr<origin_connection>)>;
-
-  h2_client(asio::io_context& loop, name_lookups& lookups, asio::ssl::context& tls, const link_bounds& bounds,
-            http1_handover to_http1)
-    : loop_(loop), lookups_(lookups), tls_(tls), bounds_(bounds),
-      to_http1_(std::move(to_http1)) {}
+  h2_client(asio::io_context& loop, name_lookups& lookups, asio::ssl::context& tls, const link_bounds& bounds)
+    : loop_(loop), lookups_(lookups), tls_(tls), bounds_(bounds) {}
   /// The loop has stopped (or never ran): nothing runs any more, no event is delivered.
   ~h2_client();
 
@@ -36,6 +31,14 @@ public:
   void start(std::uint64_t id, stream_request request, std::shared_ptr<stream_events> events, inflight_ticket ticket);
   /// A cancel: the stream is reset (CANCEL) and no event runs any more.
   void abandon(std::uint64_t id);
+  /// A connection whose ALPN chose h2, made by the pool (h1_alpn.cpp), joins `where`'s links; the
+  /// calls started next find it.
+  void adopt(std::unique_ptr<origin_connection> conn, const origin_and_target& where);
+  /// The origin has a link (any state but closed): its calls go to it, or to a new link of its own.
+  bool serves(const std::string& key) const {
+    auto it = links_.find(key);
+    return it != links_.end() && !it->second.empty();
+  }
 
   // What the links report (h2_link.cpp).
   /// The call's end: it leaves the running set and its link, then on_end runs, last.
@@ -49,8 +52,6 @@ public:
   void moved(h2_link& link, link_state from, link_state to);
   /// The link's last slot was freed.
   void idle(h2_link& link);
-  /// The server's ALPN chose HTTP/1.1 (or nothing): the connection goes to the HTTP/1.1 client.
-  void handover(std::unique_ptr<origin_connection> conn) { to_http1_(std::move(conn)); }
 
 private:
   void arm(const std::shared_ptr<h2_call>& call);
@@ -68,7 +69,6 @@ private:
   using origin_links = link_lists<std::shared_ptr<h2_link>>;
 
   link_bounds bounds_;
-  http1_handover to_http1_;
   std::unordered_map<std::uint64_t, std::shared_ptr<h2_call>> running_;
   std::unordered_map<std::string, origin_links> links_;
   std::uint64_t retire_seen_ = 0; ///< the retire_epoch() this loop's links last acted on

@@ -4,10 +4,10 @@
 // server chose by ALPN (origin_protocol), remembered for downstream_alpn_memory_ms.
 //
 // Who uses them (docs/architecture.md, the downstream row): h2_client keeps its links per origin
-// in link_lists; loop_client asks protocol_memory whether an `http2` transfer to an https origin
-// goes straight to HTTP/1.1. The HTTP/1.1 client's ready lists are not yet in link_lists, and the
-// ALPN answer is still read by an HTTP/2 link, which hands an http/1.1 connection over: issue #47
-// item 2 moves both into one pool per origin, whose lists these are.
+// in link_lists; loop_client files what ALPN chose on the connection an `http2` transfer made
+// (h1_alpn.cpp) in protocol_memory and asks it whether such a transfer goes straight to HTTP/1.1.
+// The HTTP/1.1 client's ready lists are not yet in link_lists: one pool per origin holding both
+// protocols' lists is the step after (issue #47 item 2).
 #pragma once
 
 #include <array>
