@@ -91,9 +91,9 @@ void loop_client::start(std::uint64_t id, transfer_request&& request, downstream
   if (request.url.size() < 6 || ::strncasecmp(request.url.c_str(), "https:", 6) != 0)
     return start_h2(id, std::move(request), std::move(done), std::move(ticket));
   const auto where = split_url(request.url, request.target, request.origin.get());
-  if (!where || !where->tls || h2_.serves(where->key)) // h2c, an origin with links (or a URL h2_client refuses)
+  if (!where || !where->tls || h2_.takes_call(where->key)) // a link with room (or a URL h2_client refuses)
     return start_h2(id, std::move(request), std::move(done), std::move(ticket));
-  // https with no HTTP/2 link: http/1.1 remembered, or a new connection whose ALPN decides.
+  // https and a new connection needed: http/1.1 remembered, or one whose ALPN decides.
   const bool h1 = protocols_.of(where->key, std::chrono::steady_clock::now()) == origin_protocol::h1;
   h1_.start(id, std::move(request), std::move(done), std::move(ticket), !h1);
 }

@@ -2,11 +2,11 @@
 // call): the face a transfer or a call meets on its loop. A transfer goes to the HTTP/1.1 client
 // (h1_client.hpp), or with `http2` to the HTTP/2 client (h2_client.hpp) through a collector that
 // turns the call's events into the transfer's result. An `http2` transfer to an https origin
-// without an HTTP/2 link makes its connection through the HTTP/1.1 client with ALPN offering h2,
-// and what ALPN chose is filed here (alpn_choice): h2, the connection becomes a link of the HTTP/2
-// client and the transfers that waited for it its calls; http/1.1, remembered a while
-// (downstream_alpn_memory_ms), the transfers stay HTTP/1.1 ones. Only the loop's thread touches any
-// of it. Private to app/downstream/.
+// whose HTTP/2 links have no room (or that has none) makes its new connection through the
+// HTTP/1.1 client with ALPN offering h2, and what ALPN chose is filed here (alpn_choice): h2, the
+// connection becomes a link of the HTTP/2 client and the transfers that waited for it its calls;
+// http/1.1, remembered a while (downstream_alpn_memory_ms), the transfers stay HTTP/1.1 ones. Only
+// the loop's thread touches any of it. Private to app/downstream/.
 #pragma once
 
 #include "gather/downstream/pool/origin_pool.hpp"

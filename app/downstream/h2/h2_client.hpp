@@ -34,10 +34,17 @@ public:
   /// A connection whose ALPN chose h2, made by the pool (h1_alpn.cpp), joins `where`'s links; the
   /// calls started next find it.
   void adopt(std::unique_ptr<origin_connection> conn, const origin_and_target& where);
-  /// The origin has a link (any state but closed): its calls go to it, or to a new link of its own.
-  bool serves(const std::string& key) const {
+  /// A link of the origin takes a call now (ready or connecting, with room): else a new
+  /// connection is needed, and for https the pool makes it (its ALPN decides).
+  bool takes_call(const std::string& key) const {
     auto it = links_.find(key);
-    return it != links_.end() && !it->second.empty();
+    if (it == links_.end())
+      return false;
+    for (const auto state : {link_state::ready, link_state::connecting})
+      for (const auto& link : it->second[state])
+        if (link->has_room())
+          return true;
+    return false;
   }
 
   // What the links report (h2_link.cpp).

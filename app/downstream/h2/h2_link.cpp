@@ -87,9 +87,9 @@ void h2_link::connected(const error_code& ec) {
     SSL_get0_alpn_selected(self->conn_->tls_stream->native_handle(), &chosen, &size);
     if (size == 2 && std::memcmp(chosen, "h2", 2) == 0)
       return self->ready();
-    // HTTP/1.1 (or no ALPN) for a link's own connection: only a call (a gRPC one) opens a link
-    // to an https origin without an h2 link, and it needs h2; a transfer's connection was made
-    // by the pool, which files it by ALPN's answer (h1_alpn.cpp).
+    // HTTP/1.1 (or no ALPN) on a link's own connection: only a call (a gRPC one, which needs h2)
+    // opens an https link itself; a transfer's new connection is made by the pool, which files it
+    // by ALPN's answer (h1_alpn.cpp).
     self->broken(stream_ending::connection, self->where_.key + " did not choose h2 by ALPN");
   });
 }
