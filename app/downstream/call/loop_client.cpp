@@ -2,19 +2,19 @@
 // transfer with `http2` from an HTTP/2 call's events.
 #include "call/loop_client.hpp"
 
+#include <strings.h>
+
 namespace gather::downstream_loop {
 
 namespace {
 
 /// A transfer's result from an HTTP/2 call: the head's status, the DATA gathered (the client
 /// bounds it by max_response_bytes), the end mapped to the transfer's errors as HTTP/1.1 reports
-/// them; an origin without h2 sends the transfer to the HTTP/1.1 client.
+/// them.
 class transfer_collector final : public stream_events {
 public:
-  transfer_collector(loop_client& face, std::uint64_t id, transfer_request request, downstream_client::completion done,
-                     inflight_ticket ticket)
-    : face_(face), id_(id), request_(std::move(request)), done_(std::move(done)), ticket_(std::move(ticket)),
-      started_(std::chrono::steady_clock::now()) {}
+  transfer_collector(downstream_client::completion done, inflight_ticket ticket)
+    : done_(std::move(done)), ticket_(std::move(ticket)) {}
 
   bool on_head(stream_head&& head) override {
     result_.http_status = head.status;
@@ -27,18 +27,11 @@ public:
   void on_trailers(header_list&&) override {}
   void on_end(stream_end&& end) override {
     auto done = std::move(done_);
-    if (end.how != stream_ending::no_h2)
-      ticket_.release(); // before the completion: whoever it wakes sees the count without it
+    ticket_.release(); // before the completion: whoever it wakes sees the count without it
     switch (end.how) {
       case stream_ending::complete:
         result_.body.reserve(result_.body.size() + body_slack_bytes);
         return done(std::move(result_));
-      case stream_ending::no_h2: {
-        const auto spent = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started_);
-        request_.timeout = std::max(std::chrono::milliseconds{1}, request_.timeout - spent);
-        request_.slow_after = std::chrono::microseconds{0}; // its point has passed or is lost: no hedge
-        return face_.fall_back(id_, std::move(request_), std::move(done), std::move(ticket_));
-      }
       case stream_ending::timeout:
         result_.error = transfer_error::timeout;
         break;
@@ -63,12 +56,8 @@ public:
   }
 
 private:
-  loop_client& face_;
-  std::uint64_t id_;
-  transfer_request request_;
   downstream_client::completion done_;
-  inflight_ticket ticket_; ///< the transfer's, not its HTTP/2 call's: it goes on with a fall-back
-  std::chrono::steady_clock::time_point started_;
+  inflight_ticket ticket_; ///< the transfer's, not its HTTP/2 call's
   transfer_result result_;
 };
 
@@ -91,40 +80,41 @@ stream_request stream_form(const transfer_request& request) {
 
 loop_client::loop_client(asio::io_context& loop, name_lookups& lookups, asio::ssl::context& tls,
                          asio::ssl::context& tls_h2, const link_bounds& bounds)
-  : loop_(loop), alpn_memory_(bounds.alpn_memory), h1_(loop, lookups, tls, bounds),
-    h2_(loop, lookups, tls_h2, bounds, [this](std::unique_ptr<origin_connection> conn) {
-      if (alpn_memory_.count() > 0)
-        http1_origins_[conn->key] = std::chrono::steady_clock::now() + alpn_memory_;
-      h1_.give_back(std::move(conn));
-    }) {}
-
-bool loop_client::speaks_http1_only(const transfer_request& request) {
-  if (http1_origins_.empty())
-    return false;
-  auto where = split_url(request.url, request.target);
-  if (!where)
-    return false;
-  auto it = http1_origins_.find(where->key);
-  if (it == http1_origins_.end())
-    return false;
-  if (std::chrono::steady_clock::now() < it->second)
-    return true;
-  http1_origins_.erase(it); // asked again
-  return false;
-}
+  : loop_(loop), protocols_(bounds.alpn_memory), h1_(loop, lookups, tls, tls_h2, bounds, *this),
+    h2_(loop, lookups, tls_h2, bounds) {}
 
 void loop_client::start(std::uint64_t id, transfer_request&& request, downstream_client::completion&& done,
                         inflight_ticket ticket) {
-  if (!request.http2 || speaks_http1_only(request))
+  if (!request.http2)
     return h1_.start(id, std::move(request), std::move(done), std::move(ticket));
-  auto call = stream_form(request);
-  auto collector = std::make_shared<transfer_collector>(*this, id, std::move(request), std::move(done), std::move(ticket));
-  h2_.start(id, std::move(call), std::move(collector), inflight_ticket{});
+  // h2c (prior knowledge) asks nothing of the origin: only https has an ALPN answer to wait for.
+  if (request.url.size() < 6 || ::strncasecmp(request.url.c_str(), "https:", 6) != 0)
+    return start_h2(id, std::move(request), std::move(done), std::move(ticket));
+  const auto where = split_url(request.url, request.target, request.origin.get());
+  if (!where || !where->tls || h2_.takes_call(where->key)) // a link with room (or a URL h2_client refuses)
+    return start_h2(id, std::move(request), std::move(done), std::move(ticket));
+  // https and a new connection needed: http/1.1 remembered, or one whose ALPN decides.
+  const bool h1 = protocols_.of(where->key, std::chrono::steady_clock::now()) == origin_protocol::h1;
+  h1_.start(id, std::move(request), std::move(done), std::move(ticket), !h1);
 }
 
-void loop_client::fall_back(std::uint64_t id, transfer_request request, downstream_client::completion done,
-                            inflight_ticket ticket) {
-  h1_.start(id, std::move(request), std::move(done), std::move(ticket));
+void loop_client::start_h2(std::uint64_t id, transfer_request&& request, downstream_client::completion&& done,
+                           inflight_ticket ticket) {
+  auto call = stream_form(request);
+  h2_.start(id, std::move(call), std::make_shared<transfer_collector>(std::move(done), std::move(ticket)),
+            inflight_ticket{});
+}
+
+void loop_client::chose_h1(const std::string& key) {
+  protocols_.chose(key, origin_protocol::h1, std::chrono::steady_clock::now());
+}
+
+void loop_client::chose_h2(std::unique_ptr<origin_connection> conn, const origin_and_target& where,
+                           std::vector<h2_bound> transfers) {
+  protocols_.chose(where.key, origin_protocol::h2, std::chrono::steady_clock::now());
+  h2_.adopt(std::move(conn), where);
+  for (auto& t : transfers)
+    start_h2(t.id, std::move(t.request), std::move(t.done), std::move(t.ticket));
 }
 
 } // namespace gather::downstream_loop

@@ -1,14 +1,15 @@
 // One event loop's side of the downstream client (downstream_client.cpp is the side other threads
 // call): the face a transfer or a call meets on its loop. A transfer goes to the HTTP/1.1 client
 // (h1_client.hpp), or with `http2` to the HTTP/2 client (h2_client.hpp) through a collector that
-// turns the call's events into the transfer's result; an https origin whose ALPN chose HTTP/1.1
-// is remembered a while, and its transfers go to the HTTP/1.1 client, on the connection the
-// HTTP/2 side made. Only the loop's thread touches any of it. Private to app/downstream/.
+// turns the call's events into the transfer's result. An `http2` transfer to an https origin
+// whose HTTP/2 links have no room (or that has none) makes its new connection through the
+// HTTP/1.1 client with ALPN offering h2, and what ALPN chose is filed here (alpn_choice): h2, the
+// connection becomes a link of the HTTP/2 client and the transfers that waited for it its calls;
+// http/1.1, remembered a while (downstream_alpn_memory_ms), the transfers stay HTTP/1.1 ones. Only
+// the loop's thread touches any of it. Private to app/downstream/.
 #pragma once
 
-#include <chrono>
-#include <string>
-#include <unordered_map>
+#include "gather/downstream/pool/origin_pool.hpp"
 
 #include "call/inflight_ticket.hpp"
 #include "h1/h1_client.hpp"
@@ -16,7 +17,7 @@
 
 namespace gather::downstream_loop {
 
-class loop_client {
+class loop_client final : private alpn_choice {
 public:
   loop_client(asio::io_context& loop, name_lookups& lookups, asio::ssl::context& tls, asio::ssl::context& tls_h2, const link_bounds& bounds);
 
@@ -35,16 +36,16 @@ public:
     h2_.abandon(id);
   }
 
-  /// The transfer goes over HTTP/1.1 after its HTTP/2 call found an origin that does not speak h2;
-  /// its ticket goes with it (it was never the HTTP/2 call's).
-  void fall_back(std::uint64_t id, transfer_request request, downstream_client::completion done, inflight_ticket ticket);
-
 private:
-  bool speaks_http1_only(const transfer_request& request);
+  /// The transfer as an HTTP/2 call, its ticket in the collector (it is the transfer's).
+  void start_h2(std::uint64_t id, transfer_request&& request, downstream_client::completion&& done,
+                inflight_ticket ticket);
+  void chose_h1(const std::string& key) override;
+  void chose_h2(std::unique_ptr<origin_connection> conn, const origin_and_target& where,
+                std::vector<h2_bound> transfers) override;
 
   asio::io_context& loop_;
-  std::chrono::milliseconds alpn_memory_; ///< link_bounds::alpn_memory
-  std::unordered_map<std::string, std::chrono::steady_clock::time_point> http1_origins_; ///< until when
+  protocol_memory protocols_; ///< link_bounds::alpn_memory
   h1_client h1_;
   h2_client h2_;
 };

@@ -15,8 +15,7 @@ grpc::stream_end_kind kind_of(stream_ending how) {
   case stream_ending::too_large: return grpc::stream_end_kind::too_large;
   case stream_ending::protocol: return grpc::stream_end_kind::protocol;
   case stream_ending::refused:
-  case stream_ending::connection:
-  case stream_ending::no_h2: break;
+  case stream_ending::connection: break;
   }
   return grpc::stream_end_kind::unavailable;
 }

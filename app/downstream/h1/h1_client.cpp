@@ -74,7 +74,7 @@ void write_request(std::string& bytes, const transfer_request& request, const or
 } // namespace
 
 void h1_client::start(std::uint64_t id, transfer_request&& request, downstream_client::completion&& done,
-                      inflight_ticket ticket) {
+                      inflight_ticket ticket, bool offer_h2) {
   if (retire_epoch().load(std::memory_order_relaxed) != retire_seen_)
     close_retired();
   auto t = std::make_shared<transfer>(loop_);
@@ -101,8 +101,14 @@ void h1_client::start(std::uint64_t id, transfer_request&& request, downstream_c
   running_.emplace(id, t);
   // At least 1 ms; the one timer bounds connect, send and a trickling body together.
   const auto timeout = std::chrono::microseconds{std::max(request.timeout, std::chrono::milliseconds{1})};
+  if (offer_h2 && t->where.tls)
+    return start_offering(t, std::move(request), timeout);
   arm_call_timer(t, timeout, request.slow_after, std::move(request.slow),
                  [this, t] { fail(*t, transfer_error::timeout, "the transfer's timeout passed"); });
+  reuse_or_connect(t);
+}
+
+void h1_client::reuse_or_connect(const std::shared_ptr<transfer>& t) {
   if (auto idle = take_idle(t->where.key)) {
     t->conn = std::move(idle);
     t->reused = true;
@@ -122,10 +128,14 @@ void h1_client::abandon(std::uint64_t id) {
   t->timer.cancel();
   if (t->conn)
     t->conn->close(); // the downstream sees the connection close
+  if (t->offer && t->offer->probing)
+    probe_lost(t->where.key);
 }
 
 void h1_client::connect(const std::shared_ptr<transfer>& t) {
-  t->conn = std::make_unique<origin_connection>(loop_, tls_context_for(t->where, tls_, false), t->where.tls);
+  const bool probe = t->offer != nullptr; // (only a probing transfer connects with an offer)
+  t->conn = std::make_unique<origin_connection>(loop_, tls_context_for(t->where, probe ? tls_h2_ : tls_, probe),
+                                                t->where.tls);
   t->conn->key = t->where.key;
   t->conn->endpoint = t->where.endpoint;
   h1_link::made(t->conn->link, h1_link::bounds_of(t->where.endpoint, bounds_), link_machine::clock::now());
@@ -184,6 +194,8 @@ void h1_client::connected(const std::shared_ptr<transfer>& t, const error_code& 
       return;
     if (hec)
       return fail(*t, transfer_error::connect, "TLS handshake with " + t->where.key + " failed: " + hec.message());
+    if (t->offer)
+      return alpn_answered(t);
     send(t);
   });
 }
@@ -340,6 +352,8 @@ void h1_client::finish(transfer& t) {
   t.timer.cancel();
   t.ticket.release();
   running_.erase(t.id);
+  if (t.offer && t.offer->probing)
+    probe_lost(t.where.key);
 }
 
 } // namespace gather::downstream_loop

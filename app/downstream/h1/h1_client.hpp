@@ -5,6 +5,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -27,6 +28,37 @@ namespace gather::downstream_loop {
 
 namespace http = boost::beast::http;
 
+/// An `http2` transfer to an https origin whose protocol its pool does not know yet: it waits as a
+/// transfer (its timer, its ticket, its cancel) until the ALPN answer on the connection it made
+/// (the probe), or on the one another such transfer made, says which protocol it goes on.
+struct alpn_offer {
+  transfer_request request;                     ///< for the HTTP/2 call it becomes if h2 is chosen
+  std::chrono::steady_clock::time_point started; ///< what is left of its timeout then
+  bool probing = false; ///< its connection is the probe (else it waits for another's)
+};
+
+/// What a loop's pool is told by the HTTP/1.1 client when a probe's ALPN answered (h1_alpn.cpp).
+class alpn_choice {
+public:
+  /// A transfer that waited for the answer, going on as an HTTP/2 call: the rest of its timeout,
+  /// its hedge if that has not come yet, its completion and its ticket.
+  struct h2_bound {
+    std::uint64_t id;
+    transfer_request request;
+    downstream_client::completion done;
+    inflight_ticket ticket;
+  };
+  /// The server chose http/1.1 (or nothing): the probe's transfer goes on over it, the waiting
+  /// ones on connections of their own.
+  virtual void chose_h1(const std::string& key) = 0;
+  /// The server chose h2: the connection is an HTTP/2 link now, and the transfers are its calls.
+  virtual void chose_h2(std::unique_ptr<origin_connection> conn, const origin_and_target& where,
+                        std::vector<h2_bound> transfers) = 0;
+
+protected:
+  ~alpn_choice() = default;
+};
+
 /// One running transfer.
 struct transfer {
   transfer(asio::io_context& loop) : timer(loop) {}
@@ -44,13 +76,17 @@ struct transfer {
   bool resent = false;  ///< already sent once more on a new connection
   bool connecting = false; ///< connect() returned before the handshake was known to be complete
   bool finished = false;
+  std::unique_ptr<alpn_offer> offer; ///< while ALPN may still make it an HTTP/2 call
 };
 
 /// The HTTP/1.1 pools and running transfers of one event loop.
 class h1_client {
 public:
-  h1_client(asio::io_context& loop, name_lookups& lookups, asio::ssl::context& tls, const link_bounds& bounds)
-    : loop_(loop), lookups_(lookups), tls_(tls), bounds_(bounds), sweep_(loop) {}
+  /// `tls_h2`: the TLS context whose ALPN offers h2 then http/1.1, for a transfer that offers h2;
+  /// `choice`: who is told what that ALPN chose.
+  h1_client(asio::io_context& loop, name_lookups& lookups, asio::ssl::context& tls, asio::ssl::context& tls_h2,
+            const link_bounds& bounds, alpn_choice& choice)
+    : loop_(loop), lookups_(lookups), tls_(tls), tls_h2_(tls_h2), choice_(choice), bounds_(bounds), sweep_(loop) {}
 
   /// The loop has stopped (or never ran): nothing runs any more.
   ~h1_client() {
@@ -64,15 +100,19 @@ public:
 
   asio::io_context& loop() { return loop_; }
 
-  void start(std::uint64_t id, transfer_request&& request, downstream_client::completion&& done, inflight_ticket ticket);
+  /// `offer_h2` (an https origin): its new connection offers h2 by ALPN, and the answer decides
+  /// whether it goes on here or as an HTTP/2 call (alpn_choice); one such connection per origin at
+  /// a time, the other transfers that offer h2 wait for its answer.
+  void start(std::uint64_t id, transfer_request&& request, downstream_client::completion&& done, inflight_ticket ticket,
+             bool offer_h2 = false);
 
   void abandon(std::uint64_t id);
 
-  /// A connection joins the ready (idle) list of its pool key: after an answer (`reusable`: it
-  /// allows keep-alive and nothing follows it), or made by an HTTP/2 link whose ALPN chose
-  /// HTTP/1.1. Its link machine decides (h1_link.hpp): closed now when it drains (not reusable,
-  /// its endpoint left, older than max_connection_age_ms), else after its idle bound.
-  void give_back(std::unique_ptr<origin_connection> conn, bool reusable = true);
+  /// A connection joins the ready (idle) list of its pool key after an answer (`reusable`: it
+  /// allows keep-alive and nothing follows it). Its link machine decides (h1_link.hpp): closed now
+  /// when it drains (not reusable, its endpoint left, older than max_connection_age_ms), else
+  /// after its idle bound.
+  void give_back(std::unique_ptr<origin_connection> conn, bool reusable);
   std::size_t idle_connections() const { return idle_count_; }
 
 private:
@@ -84,7 +124,21 @@ private:
   /// bound, its max age), every link then due is closed.
   void sweep_later(std::chrono::steady_clock::time_point at);
   void sweep();
+  /// An idle connection of its key, else a new one.
+  void reuse_or_connect(const std::shared_ptr<transfer>& t);
   void connect(const std::shared_ptr<transfer>& t);
+
+  // ---- offering h2 by ALPN (h1_alpn.cpp) -------------------------------------------------------
+  /// The transfer's timer (its hedge shared with the HTTP/2 call it may become), then the probe:
+  /// its own connection, or a wait for the one in flight to its origin.
+  void start_offering(const std::shared_ptr<transfer>& t, transfer_request&& request, std::chrono::microseconds timeout);
+  /// The probe's handshake is done: what its ALPN chose decides where it and the waiting go.
+  void alpn_answered(const std::shared_ptr<transfer>& t);
+  /// The probe ended without an answer (failed, timed out, cancelled): the next waiting transfer
+  /// makes the next probe.
+  void probe_lost(const std::string& key);
+  /// The transfers that waited for `key`'s probe; it is no longer in flight.
+  std::vector<std::shared_ptr<transfer>> take_waiting(const std::string& key);
   /// A plain connection to an address: the request goes out right after the non-blocking connect.
   /// To a peer on this host the kernel completes the handshake inside connect(), and the send
   /// needs no wait; to another host the send finds the socket not yet writable, and Asio's write
@@ -126,7 +180,11 @@ private:
   asio::io_context& loop_;
   name_lookups& lookups_;
   asio::ssl::context& tls_;
+  asio::ssl::context& tls_h2_;
+  alpn_choice& choice_;
   std::unordered_map<std::uint64_t, std::shared_ptr<transfer>> running_;
+  /// Per key with a probe in flight: the transfers waiting for its answer.
+  std::unordered_map<std::string, std::vector<std::shared_ptr<transfer>>> alpn_waiting_;
   /// The ready (idle) links per pool key, oldest first (taken from the back: the one most likely
   /// alive). A busy link is its transfer's (transfer::conn) until its answer.
   std::unordered_map<std::string, std::vector<std::unique_ptr<origin_connection>>> idle_;

@@ -45,13 +45,7 @@ void h1_client::give_back(std::unique_ptr<origin_connection> conn, bool reusable
   const auto now = link_machine::clock::now();
   const auto& endpoint = conn->endpoint;
   const bool left = endpoint && endpoint->retired.load(std::memory_order_relaxed);
-  bool ready = false;
-  if (conn->link.state() == link_state::connecting) { // from an HTTP/2 link: ALPN chose HTTP/1.1
-    h1_link::handed(conn->link, h1_link::bounds_of(endpoint, bounds_), now);
-    ready = !left;
-  } else {
-    ready = h1_link::answered(conn->link, reusable, left, now);
-  }
+  const bool ready = h1_link::answered(conn->link, reusable, left, now);
   if (!ready || idle_count_ >= max_idle_connections) {
     conn->link.lost();
     return conn->close();

@@ -27,9 +27,7 @@ h2_client::~h2_client() {
   auto links = std::move(links_);
   links_.clear();
   for (auto& [key, origin] : links)
-    for (auto& list : origin.by_state)
-      for (auto& link : list)
-        link->close_now();
+    origin.each([](auto& link) { link->close_now(); });
 }
 
 void h2_client::start(std::uint64_t id, stream_request request, std::shared_ptr<stream_events> events,
@@ -61,10 +59,10 @@ void h2_client::drain_retired() {
   retire_seen_ = retire_epoch().load(std::memory_order_relaxed);
   std::vector<std::shared_ptr<h2_link>> retired;
   for (auto& [key, origin] : links_)
-    for (auto& list : origin.by_state)
-      for (auto& link : list)
-        if (const auto& endpoint = link->where().endpoint; endpoint && endpoint->retired.load(std::memory_order_relaxed))
-          retired.push_back(link);
+    origin.each([&](auto& link) {
+      if (const auto& endpoint = link->where().endpoint; endpoint && endpoint->retired.load(std::memory_order_relaxed))
+        retired.push_back(link);
+    });
   for (auto& link : retired) // (each retire moves the link between lists: not while walking them)
     link->retire("its endpoint left the upstream");
 }
@@ -98,10 +96,16 @@ void h2_client::place(const std::shared_ptr<h2_call>& call, const h2_link* exclu
         return;
   }
   auto link = std::make_shared<h2_link>(*this, loop_, tls_, call->where, bounds_);
-  links_[call->where.key][link_state::connecting].push_back(link); // (a link that closed above may have taken `origin`)
+  links_[call->where.key].add(link_state::connecting, link); // (a link that closed above may have taken `origin`)
   if (!link->add(call))
     return end(call, {stream_ending::protocol, 0, "the HTTP/2 session refused the request"});
   link->open(lookups_);
+}
+
+void h2_client::adopt(std::unique_ptr<origin_connection> conn, const origin_and_target& where) {
+  auto link = std::make_shared<h2_link>(*this, loop_, tls_, where, bounds_);
+  links_[where.key].add(link_state::connecting, link);
+  link->adopt(std::move(conn));
 }
 
 void h2_client::abandon(std::uint64_t id) {
@@ -149,16 +153,8 @@ void h2_client::moved(h2_link& link, link_state from, link_state to) {
   auto it = links_.find(link.where().key);
   if (it == links_.end())
     return;
-  auto& origin = it->second;
-  auto& list = origin[from];
-  auto at = std::find_if(list.begin(), list.end(), [&](const auto& l) { return l.get() == &link; });
-  if (at == list.end())
-    return;
-  auto keep = std::move(*at);
-  list.erase(at);
-  if (to != link_state::closed)
-    origin[to].push_back(std::move(keep));
-  else if (origin.empty())
+  const auto gone = it->second.move(&link, from, to); // held until the origin is forgotten
+  if (to == link_state::closed && it->second.empty())
     links_.erase(it);
 }
 

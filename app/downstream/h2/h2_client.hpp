@@ -5,7 +5,6 @@
 // Only the loop's thread touches any of it. Private to app/downstream/.
 #pragma once
 
-#include <array>
 #include <atomic>
 #include <cstdint>
 #include <functional>
@@ -14,19 +13,16 @@
 #include <unordered_map>
 #include <vector>
 
+#include "gather/downstream/pool/origin_pool.hpp"
+
 #include "h2/h2_link.hpp"
 
 namespace gather::downstream_loop {
 
 class h2_client {
 public:
-  /// What an https link whose ALPN chose HTTP/1.1 hands over: its connection, ready for requests.
-  using http1_handover = std::function<void(std::unique_ptr<origin_connection>)>;
-
-  h2_client(asio::io_context& loop, name_lookups& lookups, asio::ssl::context& tls, const link_bounds& bounds,
-            http1_handover to_http1)
-    : loop_(loop), lookups_(lookups), tls_(tls), bounds_(bounds),
-      to_http1_(std::move(to_http1)) {}
+  h2_client(asio::io_context& loop, name_lookups& lookups, asio::ssl::context& tls, const link_bounds& bounds)
+    : loop_(loop), lookups_(lookups), tls_(tls), bounds_(bounds) {}
   /// The loop has stopped (or never ran): nothing runs any more, no event is delivered.
   ~h2_client();
 
@@ -35,6 +31,21 @@ public:
   void start(std::uint64_t id, stream_request request, std::shared_ptr<stream_events> events, inflight_ticket ticket);
   /// A cancel: the stream is reset (CANCEL) and no event runs any more.
   void abandon(std::uint64_t id);
+  /// A connection whose ALPN chose h2, made by the pool (h1_alpn.cpp), joins `where`'s links; the
+  /// calls started next find it.
+  void adopt(std::unique_ptr<origin_connection> conn, const origin_and_target& where);
+  /// A link of the origin takes a call now (ready or connecting, with room): else a new
+  /// connection is needed, and for https the pool makes it (its ALPN decides).
+  bool takes_call(const std::string& key) const {
+    auto it = links_.find(key);
+    if (it == links_.end())
+      return false;
+    for (const auto state : {link_state::ready, link_state::connecting})
+      for (const auto& link : it->second[state])
+        if (link->has_room())
+          return true;
+    return false;
+  }
 
   // What the links report (h2_link.cpp).
   /// The call's end: it leaves the running set and its link, then on_end runs, last.
@@ -48,8 +59,6 @@ public:
   void moved(h2_link& link, link_state from, link_state to);
   /// The link's last slot was freed.
   void idle(h2_link& link);
-  /// The server's ALPN chose HTTP/1.1 (or nothing): the connection goes to the HTTP/1.1 client.
-  void handover(std::unique_ptr<origin_connection> conn) { to_http1_(std::move(conn)); }
 
 private:
   void arm(const std::shared_ptr<h2_call>& call);
@@ -63,21 +72,10 @@ private:
   asio::io_context& loop_;
   name_lookups& lookups_;
   asio::ssl::context& tls_;
-  /// One origin's links, a list per state (closed ones are dropped).
-  using link_list = std::vector<std::shared_ptr<h2_link>>;
-  struct origin_links {
-    std::array<link_list, 4> by_state; ///< connecting, ready, busy, draining
-    link_list& operator[](link_state s) { return by_state[static_cast<std::size_t>(s)]; }
-    bool empty() const {
-      for (const auto& list : by_state)
-        if (!list.empty())
-          return false;
-      return true;
-    }
-  };
+  /// One origin's links, a list per state (closed ones are dropped: origin_pool.hpp).
+  using origin_links = link_lists<std::shared_ptr<h2_link>>;
 
   link_bounds bounds_;
-  http1_handover to_http1_;
   std::unordered_map<std::uint64_t, std::shared_ptr<h2_call>> running_;
   std::unordered_map<std::string, origin_links> links_;
   std::uint64_t retire_seen_ = 0; ///< the retire_epoch() this loop's links last acted on

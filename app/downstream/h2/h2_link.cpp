@@ -87,11 +87,16 @@ void h2_link::connected(const error_code& ec) {
     SSL_get0_alpn_selected(self->conn_->tls_stream->native_handle(), &chosen, &size);
     if (size == 2 && std::memcmp(chosen, "h2", 2) == 0)
       return self->ready();
-    // HTTP/1.1 (or no ALPN): the connection serves the HTTP/1.1 client; the calls end no_h2.
-    // Handed over first: the first call that falls back finds it in the HTTP/1.1 pool.
-    self->owner_.handover(std::move(self->conn_));
-    self->broken(stream_ending::no_h2, self->where_.key + " did not choose h2 by ALPN");
+    // HTTP/1.1 (or no ALPN) on a link's own connection: only a call (a gRPC one, which needs h2)
+    // opens an https link itself; a transfer's new connection is made by the pool, which files it
+    // by ALPN's answer (h1_alpn.cpp).
+    self->broken(stream_ending::connection, self->where_.key + " did not choose h2 by ALPN");
   });
+}
+
+void h2_link::adopt(std::unique_ptr<origin_connection> conn) {
+  conn_ = std::move(conn);
+  ready();
 }
 
 void h2_link::ready() {
@@ -214,7 +219,7 @@ void h2_link::broken(stream_ending how, std::string detail) {
     call->stream_id = 0;
     if (call->finished)
       continue;
-    if (how == stream_ending::no_h2 || !was_up)
+    if (!was_up)
       owner_.end(call, {how, 0, detail});
     else if (!call->got_head && !codec_->has_stream(id))
       owner_.refused(call, this, detail); // still held by the session: the server never saw it
@@ -225,7 +230,7 @@ void h2_link::broken(stream_ending how, std::string detail) {
     if (call->finished || call->link != this)
       continue;
     call->link = nullptr;
-    if (how == stream_ending::no_h2 || !was_up)
+    if (!was_up)
       owner_.end(call, {how, 0, detail});
     else
       owner_.refused(call, this, detail);

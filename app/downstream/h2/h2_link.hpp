@@ -71,6 +71,8 @@ public:
   /// Connects (a name looked up first), TLS and ALPN for https; calls added meanwhile wait in the
   /// session and leave once the connection is up.
   void open(name_lookups& lookups);
+  /// Runs on a connection made elsewhere, whose TLS handshake chose h2 by ALPN (h1_alpn.cpp).
+  void adopt(std::unique_ptr<origin_connection> conn);
 
   /// Can take one more call: connecting or ready, fewer slots counted than the server allows (100
   /// until its SETTINGS say; RFC 9113 recommends no fewer), reset streams not yet freed included.

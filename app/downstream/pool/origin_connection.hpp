@@ -1,6 +1,6 @@
 // One connection to a downstream origin, plain or TLS, as both clients of a loop hold it
-// (h1_client.hpp, h2_link.hpp): an https origin whose ALPN chose HTTP/1.1 moves from one to the
-// other. As an HTTP/1.1 connection it is a link of capacity 1 (link_machine.hpp: connecting,
+// (h1_client.hpp, h2_link.hpp): the one an `http2` transfer makes to an https origin with ALPN
+// offering h2 moves to an HTTP/2 link when the server chose h2 (h1_alpn.cpp). As an HTTP/1.1 connection it is a link of capacity 1 (link_machine.hpp: connecting,
 // ready while idle, busy with its one request, draining when it must not be reused, closed), so
 // both protocols' connections live and age through the same states and the same transition
 // function. Private to app/downstream/.
@@ -47,7 +47,7 @@ struct origin_connection {
   boost::beast::flat_buffer buffer;
   std::string key; ///< its pool's: scheme://host:port, the host lower case (split_url)
   /// Its state as an HTTP/1.1 link (gather/downstream/h1/h1_link.hpp drives it); an HTTP/2 link has its own machine
-  /// for its streams (h2_link.hpp), and this one starts when ALPN hands the connection to HTTP/1.1.
+  /// for its streams (h2_link.hpp), and this one is left unused when ALPN makes the connection one.
   link_machine link{link_bounds{}, link_machine::time_point{}};
   /// The upstream's endpoint it was made for (its bounds, whether it left); null for an origin.
   std::shared_ptr<const call_target> endpoint;

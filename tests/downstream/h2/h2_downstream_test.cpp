@@ -25,6 +25,7 @@
 #include "support/child_process.hpp"
 #include "support/gateway_fixture.hpp"
 #include "support/h2_downstream_server.hpp"
+#include "support/ports.hpp"
 #include "support/test_server.hpp"
 #include "support/tls_files.hpp"
 
@@ -399,7 +400,7 @@ TEST_CASE("https with ALPN: h2 when the server chooses it, HTTP/1.1 when it does
     CHECK(server.line_with("REQUEST").find("/item") != std::string::npos);
     CHECK(start_call(client, stream_get(server.url("/trailers", "https")))->wait().how == stream_ending::complete);
   }
-  SECTION("a server without h2: the transfer falls back, a call ends no_h2") {
+  SECTION("a server without h2: the transfer goes over HTTP/1.1, a call (which needs h2) ends connection") {
     h1_only_tls_server server(files, [](const httplib::Request&, httplib::Response& res) {
       res.set_content(R"({"ok":1})", "application/json");
     });
@@ -409,7 +410,7 @@ TEST_CASE("https with ALPN: h2 when the server chooses it, HTTP/1.1 when it does
       CHECK(r.error == transfer_error::none);
       CHECK(r.body == R"({"ok":1})");
     }
-    CHECK(start_call(client, stream_get(url))->wait().how == stream_ending::no_h2);
+    CHECK(start_call(client, stream_get(url))->wait().how == stream_ending::connection);
   }
   client_is_empty(client);
 }
@@ -646,4 +647,68 @@ TEST_CASE("downstream_alpn_memory_ms: an origin whose ALPN chose HTTP/1.1 is rem
     client_is_empty(client);
   }
   loops.stop();
+}
+
+TEST_CASE("an https origin that chooses h2 by ALPN: transfers made while the pool asked go on its one connection",
+          "[h2-downstream][pool]") {
+  // The pool's probe connection is filed as an HTTP/2 link and the transfers that waited for its
+  // answer are its calls: one connection, one request each, each counted once.
+  const auto& files = gather::test::tls_files::get();
+  trusted_h2_ca ca(files.cert);
+  h2_downstream_server server({"--tls", files.cert, files.key});
+  downstream_client client;
+  constexpr int at_once = 8;
+  std::atomic<int> ok{0}, runs{0};
+  for (int i = 0; i < at_once; ++i)
+    client.submit(http2_transfer(server.url("/item", "https"), 3s), [&](transfer_result&& r) {
+      ok += r.http_status == 200 && r.error == transfer_error::none ? 1 : 0;
+      ++runs;
+    });
+  REQUIRE(gather::test::eventually([&] { return runs.load() == at_once; }, 8s));
+  CHECK(ok.load() == at_once);
+  CHECK(client.inflight() == 0);
+  CHECK(server.line_with("CONN").find("CONN 1") != std::string::npos);
+  for (int i = 0; i < at_once; ++i)
+    CHECK(server.line_with("REQUEST").find("REQUEST 1 ") != std::string::npos);
+  // Later transfers find the link: still the one connection.
+  CHECK(h2_fetch(client, server.url("/item", "https")).http_status == 200);
+  CHECK(server.line_with("REQUEST").find("REQUEST 1 ") != std::string::npos);
+  CHECK_FALSE(server.process.wait_for_line("CONN 2", std::chrono::milliseconds(200)));
+  client_is_empty(client);
+}
+
+TEST_CASE("the pool asks ALPN once per origin: a probe that ends without an answer passes the question on",
+          "[h2-downstream][pool]") {
+  SECTION("cancelled while its handshake hangs: the next waiting transfer makes the next probe") {
+    gather::test::silent_server silent; // accepts, never speaks: the TLS handshake waits
+    const std::string url = "https://127.0.0.1:" + std::to_string(silent.port()) + "/x";
+    downstream_client client;
+    std::atomic<int> runs{0};
+    std::vector<std::uint64_t> ids;
+    for (int i = 0; i < 3; ++i)
+      ids.push_back(client.submit(http2_transfer(url, 10s), counted(runs)));
+    REQUIRE(gather::test::eventually([&] { return silent.accepted() == 1; }));
+    CHECK(client.inflight() == 3); // one connection: the other two wait for its answer
+    client.cancel(ids[0]);
+    REQUIRE(gather::test::eventually([&] { return silent.accepted() == 2; }));
+    client.cancel(ids[1]);
+    REQUIRE(gather::test::eventually([&] { return silent.accepted() == 3; }));
+    client.cancel(ids[2]);
+    client_is_empty(client);
+    CHECK(runs.load() == 0);
+  }
+  SECTION("refused: each waiting transfer fails on its own attempt, none waits out its timeout") {
+    const std::string url = "https://127.0.0.1:" + std::to_string(gather::test::unused_port()) + "/x";
+    downstream_client client;
+    constexpr int at_once = 4;
+    std::atomic<int> refused{0}, runs{0};
+    for (int i = 0; i < at_once; ++i)
+      client.submit(http2_transfer(url, 10s), [&](transfer_result&& r) {
+        refused += r.error == transfer_error::connect ? 1 : 0;
+        ++runs;
+      });
+    REQUIRE(gather::test::eventually([&] { return runs.load() == at_once; }, 5s));
+    CHECK(refused.load() == at_once);
+    client_is_empty(client);
+  }
 }

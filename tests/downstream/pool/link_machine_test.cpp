@@ -2,8 +2,8 @@
 // stream's slot and the link it retires, GOAWAY with streams above and below its last id, a link
 // going quiet, the idle bound; and an HTTP/1.1 connection as a link of capacity one (h1_link.hpp):
 // from connecting through its request to ready (idle), the idle bound, the reasons it drains
-// instead of being reused (Connection: close, its endpoint left, its age), and a connection handed
-// over by an HTTP/2 link whose ALPN chose HTTP/1.1. Time is a value the test moves.
+// instead of being reused (Connection: close, its endpoint left, its age). Time is a value the
+// test moves.
 #include <catch2/catch.hpp>
 
 #include <memory>
@@ -372,21 +372,6 @@ TEST_CASE("h1 link: past max_connection_age_ms it is not reused, and a ready one
     CHECK(l.link.due(l.at(100ms)) == link_due::drained);
     CHECK(l.link.state() == link_state::draining);
   }
-}
-
-TEST_CASE("h1 link: a connection an HTTP/2 link's ALPN gave to HTTP/1.1 is ready at once, with the bounds given",
-          "[unit][downstream]") {
-  const auto t0 = link_machine::clock::now();
-  link_machine link{link_bounds{}, link_machine::time_point{}}; // as origin_connection holds it before
-  CHECK(link.state() == link_state::connecting);
-  h1_link::handed(link, {100ms, 1000ms, 0ms}, t0);
-  CHECK(link.state() == link_state::ready);
-  CHECK(link.limit() == h1_link::capacity);
-  CHECK(link.takes_stream());
-  CHECK(link.due(t0 + 100ms) == link_due::idle); // an unused hand-over closes after its idle bound
-  h1_link::sending(link);
-  CHECK(link.state() == link_state::busy);
-  CHECK_FALSE(link.takes_stream());
 }
 
 TEST_CASE("h1 link: an upstream endpoint's bounds, else the pool's", "[unit][downstream][upstreams]") {

@@ -288,7 +288,7 @@ TEST_CASE("upstreams: TLS with the upstream's CA, its server name and a client c
   json tls = {{"ca_file", pki.file("ca.pem")}, {"cert_file", pki.file("client.pem")},
               {"key_file", pki.file("client.key")}, {"server_name", "prices.internal"}};
   const json endpoints = json::array({"127.0.0.2:" + std::to_string(server.port)});
-  for (const bool http2 : {false, true}) { // HTTP/2's ALPN finds no h2: the call falls back to HTTP/1.1
+  for (const bool http2 : {false, true}) { // HTTP/2's ALPN finds no h2: the call goes over HTTP/1.1
     running_gateway gw(upstream_gateway_config({{"endpoints", endpoints}, {"tls", tls}}, {{"http2", http2}}, "https"));
     auto res = gw.get("/p/1");
     REQUIRE(res);

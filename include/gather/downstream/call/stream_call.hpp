@@ -92,9 +92,9 @@ enum class stream_ending {
   reset,      ///< the server reset the stream (reset_code: RST_STREAM's code), a head or not
   refused,    ///< the server refused it (REFUSED_STREAM, or GOAWAY) more than max_resends times;
               ///< nothing was processed (gRPC: UNAVAILABLE)
-  connection, ///< no connection (DNS, connect, TLS), or it broke or was closed (GOAWAY with an error,
-              ///< EOF) with the stream open (reset_code: the GOAWAY's code, if one came)
-  no_h2,      ///< https: the server's ALPN chose no h2 (a gRPC call fails; "http2" JSON falls back)
+  connection, ///< no connection (DNS, connect, TLS, an https server whose ALPN chose no h2), or it
+              ///< broke or was closed (GOAWAY with an error, EOF) with the stream open (reset_code:
+              ///< the GOAWAY's code, if one came)
   timeout,    ///< stream_request::timeout passed; RST_STREAM CANCEL was sent
   too_large,  ///< DATA over max_response_bytes; RST_STREAM CANCEL was sent
   protocol,   ///< a bad request (URL, header names) or a malformed answer; the client reset it

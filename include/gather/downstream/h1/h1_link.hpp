@@ -7,7 +7,6 @@
 //   answered  the answer was read: ready (idle), or draining when it must not be reused
 //             (Connection: close, bytes beyond the answer, its endpoint left); past
 //             max_connection_age_ms due() drains it, past its idle bound due() says idle
-//   handed    made by an HTTP/2 link whose ALPN chose HTTP/1.1: ready, as if just answered
 // Public for its unit test (tests/downstream/pool/link_machine_test.cpp); the HTTP/1.1 client is its user.
 #pragma once
 
@@ -51,12 +50,6 @@ inline bool answered(link_machine& link, bool reusable, bool endpoint_left, link
   if (!reusable || endpoint_left)
     link.drain(now);
   return link.due(now) == link_due::nothing && link.state() == link_state::ready;
-}
-
-/// An HTTP/2 link's connection whose ALPN chose HTTP/1.1: up, no request on it yet.
-inline void handed(link_machine& link, const link_bounds& bounds, link_machine::time_point now) {
-  link = link_machine(bounds, now);
-  link.settings(capacity, now);
 }
 
 } // namespace gather::h1_link
