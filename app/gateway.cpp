@@ -146,7 +146,8 @@ struct gateway::impl {
   std::string listening;          ///< the address bound, for the restart-only log lines
   inflight_registry inflight;
   io_loops loops{cfg.io_threads};
-  downstream_client client{loops, link_bounds{cfg.downstream_idle_timeout, cfg.downstream_drain_quiet, {}, cfg.downstream_alpn_memory}};
+  downstream_client client{loops, pool_bounds{{cfg.downstream_idle_timeout, cfg.downstream_drain_quiet},
+                                              cfg.downstream_alpn_memory, cfg.downstream_max_idle_connections}};
   std::unique_ptr<span_exporter> spans; ///< exports nothing without tracing; outlives the actors that record
   loops_stopper stopper;
   /// The upstreams' lookups and health checks on the loops (docs/upstreams.md): stopped before

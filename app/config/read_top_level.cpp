@@ -91,7 +91,8 @@ config read_config(const json& document, problem_list& problems) {
        "keep_alive_idle_ms", "http2", "tls", "tracing", "admin", "$schema", "retry_budget",
        "deadline_header", "cors", "compression", "protos", "shared",
        "trusted_proxies", "listen_proxy_protocol", "drain_delay_ms", "downstream_idle_timeout_ms",
-       "downstream_drain_quiet_ms", "downstream_alpn_memory_ms", "upstreams"});
+       "downstream_drain_quiet_ms", "downstream_alpn_memory_ms", "downstream_max_idle_connections",
+       "upstreams"});
   read_listen(top, out.listen);
   top.read_integer("io_threads", 1, 64, out.io_threads);
   read_inbound_limits(top, out.inbound);
@@ -105,6 +106,7 @@ config read_config(const json& document, problem_list& problems) {
   top.read_millis("downstream_idle_timeout_ms", 0, 3600000, out.downstream_idle_timeout);
   top.read_millis("downstream_drain_quiet_ms", 1, 600000, out.downstream_drain_quiet);
   top.read_millis("downstream_alpn_memory_ms", 0, 86400000, out.downstream_alpn_memory);
+  top.read_integer("downstream_max_idle_connections", 0, 1000000, out.downstream_max_idle_connections);
   out.routes = read_routes(top);
   out.cluster = read_cluster(top);
   out.admin = read_admin(top, out.listen);

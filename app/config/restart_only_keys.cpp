@@ -61,6 +61,8 @@ std::vector<restart_only_change> restart_only_changes(const config& running, con
           next.downstream_drain_quiet.count());
   compare(changes, "downstream_alpn_memory_ms", running.downstream_alpn_memory.count(),
           next.downstream_alpn_memory.count());
+  compare(changes, "downstream_max_idle_connections", running.downstream_max_idle_connections,
+          next.downstream_max_idle_connections);
   return changes;
 }
 
@@ -74,6 +76,7 @@ void keep_restart_only(const config& running, config& next) {
   next.downstream_idle_timeout = running.downstream_idle_timeout;
   next.downstream_drain_quiet = running.downstream_drain_quiet;
   next.downstream_alpn_memory = running.downstream_alpn_memory;
+  next.downstream_max_idle_connections = running.downstream_max_idle_connections;
 }
 
 } // namespace gather

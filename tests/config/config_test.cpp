@@ -979,7 +979,7 @@ TEST_CASE("docs/config.md's example is the configuration the tests load", "[unit
 
 // ---- the downstream pools' bounds (docs/config.md) ----------------------------------------------------------------
 
-TEST_CASE("config: downstream_idle_timeout_ms, downstream_drain_quiet_ms and downstream_alpn_memory_ms have ranges and defaults",
+TEST_CASE("config: downstream_idle_timeout_ms, downstream_drain_quiet_ms, downstream_alpn_memory_ms and downstream_max_idle_connections have ranges and defaults",
           "[unit][downstream][config]") {
   const auto defaults = require_valid(with_top("io_threads", 1));
   CHECK(defaults.downstream_idle_timeout == std::chrono::milliseconds{60000});
@@ -994,4 +994,9 @@ TEST_CASE("config: downstream_idle_timeout_ms, downstream_drain_quiet_ms and dow
   CHECK(require_valid(with_top("downstream_alpn_memory_ms", 0)).downstream_alpn_memory.count() == 0); // ask every time
   require_problem(with_top("downstream_alpn_memory_ms", -1), "downstream_alpn_memory_ms: must be an integer from 0 to 86400000");
   require_problem(with_top("downstream_alpn_memory_ms", 86400001), "downstream_alpn_memory_ms: must be an integer from 0 to 86400000");
+  CHECK(defaults.downstream_max_idle_connections == 1024);
+  CHECK(require_valid(with_top("downstream_max_idle_connections", 0)).downstream_max_idle_connections == 0); // none kept
+  require_problem(with_top("downstream_max_idle_connections", -1), "downstream_max_idle_connections: must be an integer from 0 to 1000000");
+  require_problem(with_top("downstream_max_idle_connections", 1000001), "downstream_max_idle_connections: must be an integer from 0 to 1000000");
+  require_problem(with_top("downstream_max_idle_connections", "many"), "downstream_max_idle_connections: must be an integer from 0 to 1000000");
 }

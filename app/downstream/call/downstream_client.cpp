@@ -35,7 +35,7 @@ struct downstream_client::impl {
   name_lookups lookups; ///< before the clients: its threads are joined after they are gone
   std::vector<std::unique_ptr<loop_client>> clients; ///< one per loop
 
-  impl(std::unique_ptr<io_loops> own, io_loops& l, const link_bounds& bounds) : own_loops(std::move(own)), loops(l) {
+  impl(std::unique_ptr<io_loops> own, io_loops& l, const pool_bounds& bounds) : own_loops(std::move(own)), loops(l) {
     tls = make_client_tls();
     tls_h2 = make_client_tls(true);
     for (std::size_t i = 0; i < loops.size(); ++i)
@@ -87,10 +87,10 @@ std::unique_ptr<io_loops> one_loop() { return std::make_unique<io_loops>(1); }
 downstream_client::downstream_client() {
   auto own = one_loop();
   auto& loops = *own;
-  impl_ = std::make_unique<impl>(std::move(own), loops, link_bounds{});
+  impl_ = std::make_unique<impl>(std::move(own), loops, pool_bounds{});
 }
 
-downstream_client::downstream_client(io_loops& loops, link_bounds bounds)
+downstream_client::downstream_client(io_loops& loops, pool_bounds bounds)
   : impl_(std::make_unique<impl>(nullptr, loops, bounds)) {}
 
 downstream_client::~downstream_client() = default;

@@ -79,9 +79,8 @@ stream_request stream_form(const transfer_request& request) {
 } // namespace
 
 loop_client::loop_client(asio::io_context& loop, name_lookups& lookups, asio::ssl::context& tls,
-                         asio::ssl::context& tls_h2, const link_bounds& bounds)
-  : loop_(loop), protocols_(bounds.alpn_memory), h1_(loop, lookups, tls, tls_h2, bounds, *this),
-    h2_(loop, lookups, tls_h2, bounds) {}
+                         asio::ssl::context& tls_h2, const pool_bounds& bounds)
+  : loop_(loop), pool_(bounds), h1_(loop, lookups, tls, tls_h2, pool_, *this), h2_(loop, lookups, tls_h2, pool_) {}
 
 void loop_client::start(std::uint64_t id, transfer_request&& request, downstream_client::completion&& done,
                         inflight_ticket ticket) {
@@ -94,7 +93,7 @@ void loop_client::start(std::uint64_t id, transfer_request&& request, downstream
   if (!where || !where->tls || h2_.takes_call(where->key)) // a link with room (or a URL h2_client refuses)
     return start_h2(id, std::move(request), std::move(done), std::move(ticket));
   // https and a new connection needed: http/1.1 remembered, or one whose ALPN decides.
-  const bool h1 = protocols_.of(where->key, std::chrono::steady_clock::now()) == origin_protocol::h1;
+  const bool h1 = pool_.speaks_h1(where->key, std::chrono::steady_clock::now());
   h1_.start(id, std::move(request), std::move(done), std::move(ticket), !h1);
 }
 
@@ -105,13 +104,8 @@ void loop_client::start_h2(std::uint64_t id, transfer_request&& request, downstr
             inflight_ticket{});
 }
 
-void loop_client::chose_h1(const std::string& key) {
-  protocols_.chose(key, origin_protocol::h1, std::chrono::steady_clock::now());
-}
-
 void loop_client::chose_h2(std::unique_ptr<origin_connection> conn, const origin_and_target& where,
                            std::vector<h2_bound> transfers) {
-  protocols_.chose(where.key, origin_protocol::h2, std::chrono::steady_clock::now());
   h2_.adopt(std::move(conn), where);
   for (auto& t : transfers)
     start_h2(t.id, std::move(t.request), std::move(t.done), std::move(t.ticket));

@@ -33,31 +33,16 @@ void h1_client::start_offering(const std::shared_ptr<transfer>& t, transfer_requ
   t->offer = std::make_unique<alpn_offer>();
   t->offer->request = std::move(request);
   t->offer->started = std::chrono::steady_clock::now();
-  auto [at, first] = alpn_waiting_.try_emplace(t->where.key);
-  if (!first)
-    return at->second.push_back(t);
+  if (!pool_.join_probe(t->where.key, t))
+    return; // it waits for the probe in flight
   t->offer->probing = true;
   connect(t);
 }
 
-std::vector<std::shared_ptr<transfer>> h1_client::take_waiting(const std::string& key) {
-  std::vector<std::shared_ptr<transfer>> waiting;
-  if (auto it = alpn_waiting_.find(key); it != alpn_waiting_.end()) {
-    waiting = std::move(it->second);
-    alpn_waiting_.erase(it);
-  }
-  return waiting;
-}
-
 void h1_client::probe_lost(const std::string& key) {
-  for (auto& t : take_waiting(key)) {
-    if (t->finished)
-      continue;
-    auto [at, first] = alpn_waiting_.try_emplace(key);
-    if (!first) {
-      at->second.push_back(t);
-      continue;
-    }
+  for (auto& t : pool_.end_probe(key)) {
+    if (t->finished || !pool_.join_probe(key, t))
+      continue; // gone, or waiting for the probe the first live one makes
     t->offer->probing = true;
     connect(t);
   }
@@ -68,7 +53,7 @@ void h1_client::alpn_answered(const std::shared_ptr<transfer>& t) {
   unsigned int size = 0;
   SSL_get0_alpn_selected(t->conn->tls_stream->native_handle(), &chosen, &size);
   const auto& key = t->where.key;
-  auto waiting = take_waiting(key);
+  auto waiting = pool_.end_probe(key);
   t->offer->probing = false;
   if (size == 2 && std::memcmp(chosen, "h2", 2) == 0) {
     std::vector<alpn_choice::h2_bound> calls;
@@ -92,7 +77,7 @@ void h1_client::alpn_answered(const std::shared_ptr<transfer>& t) {
     auto where = t->where;
     return choice_.chose_h2(std::move(t->conn), where, std::move(calls));
   }
-  choice_.chose_h1(key);
+  pool_.chose_h1(key, std::chrono::steady_clock::now());
   t->offer.reset();
   for (const auto& w : waiting) {
     if (w->finished)

@@ -1,5 +1,5 @@
-// The downstream HTTP/1.1 client: over Boost.Beast on the Asio event loops, a keep-alive pool
-// per scheme://host:port on each loop. Other threads only post to a loop (submit, cancel);
+// The downstream HTTP/1.1 client: over Boost.Beast on the Asio event loops, its keep-alive links
+// in each loop's pool (origin_pool.hpp), per scheme://host:port. Other threads only post to a loop (submit, cancel);
 // everything else belongs to the loop's thread, so the pools, the running transfers and their
 // sockets need no lock.
 //
@@ -109,7 +109,7 @@ void h1_client::start(std::uint64_t id, transfer_request&& request, downstream_c
 }
 
 void h1_client::reuse_or_connect(const std::shared_ptr<transfer>& t) {
-  if (auto idle = take_idle(t->where.key)) {
+  if (auto idle = pool_.take_h1(t->where.key)) {
     t->conn = std::move(idle);
     t->reused = true;
     return send(t);
@@ -138,7 +138,7 @@ void h1_client::connect(const std::shared_ptr<transfer>& t) {
                                                 t->where.tls);
   t->conn->key = t->where.key;
   t->conn->endpoint = t->where.endpoint;
-  h1_link::made(t->conn->link, h1_link::bounds_of(t->where.endpoint, bounds_), link_machine::clock::now());
+  h1_link::made(t->conn->link, h1_link::bounds_of(t->where.endpoint, pool_.bounds().links), link_machine::clock::now());
   t->reused = false;
   error_code ec;
   const auto address = asio::ip::make_address(t->where.host, ec);

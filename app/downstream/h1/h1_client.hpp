@@ -1,7 +1,8 @@
 // The HTTP/1.1 client of one event loop (loop_client.hpp is the loop's face, h2_client.hpp its
-// HTTP/2 side): the keep-alive pools of that loop and its running transfers, each from a
-// connection taken or made, through its request and its answer, to its completion. Only the
-// loop's thread touches any of it. Private to app/downstream/.
+// HTTP/2 side): its running transfers, each from a connection taken from the loop's pool
+// (pool/loop_pool.hpp: the ready HTTP/1.1 links) or made, through its request and its answer, to
+// its completion and the connection given back. Only the loop's thread touches any of it.
+// Private to app/downstream/.
 #pragma once
 
 #include <atomic>
@@ -22,7 +23,7 @@
 #include "gather/downstream/call/url_split.hpp"
 
 #include "call/inflight_ticket.hpp"
-#include "pool/origin_connection.hpp"
+#include "pool/loop_pool.hpp"
 
 namespace gather::downstream_loop {
 
@@ -37,7 +38,8 @@ struct alpn_offer {
   bool probing = false; ///< its connection is the probe (else it waits for another's)
 };
 
-/// What a loop's pool is told by the HTTP/1.1 client when a probe's ALPN answered (h1_alpn.cpp).
+/// Who is told by the HTTP/1.1 client that a probe's ALPN chose h2 (h1_alpn.cpp); an answer of
+/// http/1.1 it files in the pool itself.
 class alpn_choice {
 public:
   /// A transfer that waited for the answer, going on as an HTTP/2 call: the rest of its timeout,
@@ -48,9 +50,6 @@ public:
     downstream_client::completion done;
     inflight_ticket ticket;
   };
-  /// The server chose http/1.1 (or nothing): the probe's transfer goes on over it, the waiting
-  /// ones on connections of their own.
-  virtual void chose_h1(const std::string& key) = 0;
   /// The server chose h2: the connection is an HTTP/2 link now, and the transfers are its calls.
   virtual void chose_h2(std::unique_ptr<origin_connection> conn, const origin_and_target& where,
                         std::vector<h2_bound> transfers) = 0;
@@ -79,14 +78,14 @@ struct transfer {
   std::unique_ptr<alpn_offer> offer; ///< while ALPN may still make it an HTTP/2 call
 };
 
-/// The HTTP/1.1 pools and running transfers of one event loop.
+/// The running HTTP/1.1 transfers of one event loop.
 class h1_client {
 public:
   /// `tls_h2`: the TLS context whose ALPN offers h2 then http/1.1, for a transfer that offers h2;
-  /// `choice`: who is told what that ALPN chose.
+  /// `choice`: who is told that ALPN chose h2.
   h1_client(asio::io_context& loop, name_lookups& lookups, asio::ssl::context& tls, asio::ssl::context& tls_h2,
-            const link_bounds& bounds, alpn_choice& choice)
-    : loop_(loop), lookups_(lookups), tls_(tls), tls_h2_(tls_h2), choice_(choice), bounds_(bounds), sweep_(loop) {}
+            downstream_pool& pool, alpn_choice& choice)
+    : loop_(loop), lookups_(lookups), tls_(tls), tls_h2_(tls_h2), pool_(pool), choice_(choice), sweep_(loop) {}
 
   /// The loop has stopped (or never ran): nothing runs any more.
   ~h1_client() {
@@ -108,16 +107,14 @@ public:
 
   void abandon(std::uint64_t id);
 
-  /// A connection joins the ready (idle) list of its pool key after an answer (`reusable`: it
-  /// allows keep-alive and nothing follows it). Its link machine decides (h1_link.hpp): closed now
-  /// when it drains (not reusable, its endpoint left, older than max_connection_age_ms), else
-  /// after its idle bound.
+  /// A connection joins the ready list of its pool key after an answer (`reusable`: it allows
+  /// keep-alive and nothing follows it). Its link machine decides (h1_link.hpp): closed now when
+  /// it drains (not reusable, its endpoint left, older than max_connection_age_ms), or when the
+  /// loop holds downstream_max_idle_connections, else after its idle bound.
   void give_back(std::unique_ptr<origin_connection> conn, bool reusable);
-  std::size_t idle_connections() const { return idle_count_; }
 
 private:
-  std::unique_ptr<origin_connection> take_idle(const std::string& key);
-  /// Some endpoint left its upstream since the last look (retire_epoch.hpp): its idle
+  /// Some endpoint left its upstream since the last look (retire_epoch.hpp): its ready
   /// connections close now.
   void close_retired();
   /// The ready lists' one timer: at the earliest next check of a ready link's machine (its idle
@@ -137,8 +134,6 @@ private:
   /// The probe ended without an answer (failed, timed out, cancelled): the next waiting transfer
   /// makes the next probe.
   void probe_lost(const std::string& key);
-  /// The transfers that waited for `key`'s probe; it is no longer in flight.
-  std::vector<std::shared_ptr<transfer>> take_waiting(const std::string& key);
   /// A plain connection to an address: the request goes out right after the non-blocking connect.
   /// To a peer on this host the kernel completes the handshake inside connect(), and the send
   /// needs no wait; to another host the send finds the socket not yet writable, and Asio's write
@@ -181,15 +176,9 @@ private:
   name_lookups& lookups_;
   asio::ssl::context& tls_;
   asio::ssl::context& tls_h2_;
+  downstream_pool& pool_; ///< the loop's: ready links, probes, what ALPN chose (a busy link is its transfer's)
   alpn_choice& choice_;
   std::unordered_map<std::uint64_t, std::shared_ptr<transfer>> running_;
-  /// Per key with a probe in flight: the transfers waiting for its answer.
-  std::unordered_map<std::string, std::vector<std::shared_ptr<transfer>>> alpn_waiting_;
-  /// The ready (idle) links per pool key, oldest first (taken from the back: the one most likely
-  /// alive). A busy link is its transfer's (transfer::conn) until its answer.
-  std::unordered_map<std::string, std::vector<std::unique_ptr<origin_connection>>> idle_;
-  std::size_t idle_count_ = 0;
-  link_bounds bounds_; ///< downstream_idle_timeout_ms for links to an origin (an upstream's have their own)
   asio::steady_timer sweep_;
   std::optional<std::chrono::steady_clock::time_point> sweep_at_; ///< when the timer is armed for
   std::uint64_t retire_seen_ = 0; ///< the retire_epoch() this loop's pools last acted on

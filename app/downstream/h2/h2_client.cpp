@@ -24,10 +24,15 @@ h2_client::~h2_client() {
     call->events.reset(); // a transfer's collector, and the ticket it holds, go now
   }
   running_.clear();
-  auto links = std::move(links_);
-  links_.clear();
-  for (auto& [key, origin] : links)
-    origin.each([](auto& link) { link->close_now(); });
+  // Out of the pool first: a closing link's observer finds nothing to move, and no origin is
+  // forgotten while the pool is walked.
+  std::vector<std::shared_ptr<h2_link>> links;
+  pool_.each([&](const std::string&, downstream_pool::origin& origin) {
+    origin.h2.each([&](auto& link) { links.push_back(std::move(link)); });
+    origin.h2 = {};
+  });
+  for (auto& link : links)
+    link->close_now();
 }
 
 void h2_client::start(std::uint64_t id, stream_request request, std::shared_ptr<stream_events> events,
@@ -58,11 +63,12 @@ void h2_client::start(std::uint64_t id, stream_request request, std::shared_ptr<
 void h2_client::drain_retired() {
   retire_seen_ = retire_epoch().load(std::memory_order_relaxed);
   std::vector<std::shared_ptr<h2_link>> retired;
-  for (auto& [key, origin] : links_)
-    origin.each([&](auto& link) {
+  pool_.each([&](const std::string&, downstream_pool::origin& origin) {
+    origin.h2.each([&](auto& link) {
       if (const auto& endpoint = link->where().endpoint; endpoint && endpoint->retired.load(std::memory_order_relaxed))
         retired.push_back(link);
     });
+  });
   for (auto& link : retired) // (each retire moves the link between lists: not while walking them)
     link->retire("its endpoint left the upstream");
 }
@@ -88,23 +94,23 @@ void h2_client::arm(const std::shared_ptr<h2_call>& call) {
 }
 
 void h2_client::place(const std::shared_ptr<h2_call>& call, const h2_link* exclude) {
-  auto& origin = links_[call->where.key];
+  auto& origin = pool_.at(call->where.key).h2;
   for (const auto state : {link_state::ready, link_state::connecting}) {
     const auto list = origin[state]; // a copy: add() may move the link to another list
     for (auto& link : list)
       if (link.get() != exclude && link->has_room() && link->add(call))
         return;
   }
-  auto link = std::make_shared<h2_link>(*this, loop_, tls_, call->where, bounds_);
-  links_[call->where.key].add(link_state::connecting, link); // (a link that closed above may have taken `origin`)
+  auto link = std::make_shared<h2_link>(*this, loop_, tls_, call->where, pool_.bounds().links);
+  pool_.at(call->where.key).h2.add(link_state::connecting, link); // (a link that closed above may have taken `origin`)
   if (!link->add(call))
     return end(call, {stream_ending::protocol, 0, "the HTTP/2 session refused the request"});
   link->open(lookups_);
 }
 
 void h2_client::adopt(std::unique_ptr<origin_connection> conn, const origin_and_target& where) {
-  auto link = std::make_shared<h2_link>(*this, loop_, tls_, where, bounds_);
-  links_[where.key].add(link_state::connecting, link);
+  auto link = std::make_shared<h2_link>(*this, loop_, tls_, where, pool_.bounds().links);
+  pool_.at(where.key).h2.add(link_state::connecting, link);
   link->adopt(std::move(conn));
 }
 
@@ -150,12 +156,13 @@ void h2_client::refused(const std::shared_ptr<h2_call>& call, const h2_link* fro
 }
 
 void h2_client::moved(h2_link& link, link_state from, link_state to) {
-  auto it = links_.find(link.where().key);
-  if (it == links_.end())
+  const auto& key = link.where().key;
+  auto* origin = pool_.find(key);
+  if (!origin)
     return;
-  const auto gone = it->second.move(&link, from, to); // held until the origin is forgotten
-  if (to == link_state::closed && it->second.empty())
-    links_.erase(it);
+  const auto gone = origin->h2.move(&link, from, to); // held until the origin is forgotten
+  if (to == link_state::closed)
+    pool_.forget_if_empty(key, link_machine::clock::now());
 }
 
 void h2_client::idle(h2_link& link) {
@@ -168,10 +175,10 @@ void h2_client::idle(h2_link& link) {
     const auto& endpoint = keep->where().endpoint;
     if (endpoint && endpoint->retired.load(std::memory_order_relaxed))
       return keep->shut("its endpoint left the upstream");
-    auto it = links_.find(keep->where().key);
-    if (it == links_.end())
+    const auto* origin = pool_.find(keep->where().key);
+    if (!origin)
       return;
-    const auto& ready = it->second[link_state::ready];
+    const auto& ready = origin->h2[link_state::ready];
     if (std::none_of(ready.begin(), ready.end(), [&](const auto& l) { return l != keep; }))
       return;
     keep->shut("no calls left on a further connection");

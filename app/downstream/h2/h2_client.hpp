@@ -1,5 +1,6 @@
-// The HTTP/2 client of one event loop (stream_call.hpp is its contract): its pool of links per
-// origin (h2_link.hpp), one list per link state (link_machine.hpp), and its running calls, each
+// The HTTP/2 client of one event loop (stream_call.hpp is its contract): its links per origin
+// (h2_link.hpp) in the loop's pool (pool/loop_pool.hpp), one list per link state
+// (link_machine.hpp), and its running calls, each
 // from the link chosen or opened, through its events, to its one end: on its timer (timeout, the
 // hedge's slow point), a cancel, a refused stream sent again elsewhere, or what its link reports.
 // Only the loop's thread touches any of it. Private to app/downstream/.
@@ -13,16 +14,15 @@
 #include <unordered_map>
 #include <vector>
 
-#include "gather/downstream/pool/origin_pool.hpp"
-
 #include "h2/h2_link.hpp"
+#include "pool/loop_pool.hpp"
 
 namespace gather::downstream_loop {
 
 class h2_client {
 public:
-  h2_client(asio::io_context& loop, name_lookups& lookups, asio::ssl::context& tls, const link_bounds& bounds)
-    : loop_(loop), lookups_(lookups), tls_(tls), bounds_(bounds) {}
+  h2_client(asio::io_context& loop, name_lookups& lookups, asio::ssl::context& tls, downstream_pool& pool)
+    : loop_(loop), lookups_(lookups), tls_(tls), pool_(pool) {}
   /// The loop has stopped (or never ran): nothing runs any more, no event is delivered.
   ~h2_client();
 
@@ -37,11 +37,11 @@ public:
   /// A link of the origin takes a call now (ready or connecting, with room): else a new
   /// connection is needed, and for https the pool makes it (its ALPN decides).
   bool takes_call(const std::string& key) const {
-    auto it = links_.find(key);
-    if (it == links_.end())
+    const auto* origin = pool_.find(key);
+    if (!origin)
       return false;
     for (const auto state : {link_state::ready, link_state::connecting})
-      for (const auto& link : it->second[state])
+      for (const auto& link : origin->h2[state])
         if (link->has_room())
           return true;
     return false;
@@ -72,12 +72,8 @@ private:
   asio::io_context& loop_;
   name_lookups& lookups_;
   asio::ssl::context& tls_;
-  /// One origin's links, a list per state (closed ones are dropped: origin_pool.hpp).
-  using origin_links = link_lists<std::shared_ptr<h2_link>>;
-
-  link_bounds bounds_;
+  downstream_pool& pool_; ///< the loop's: each origin's links, a list per state (closed ones dropped)
   std::unordered_map<std::uint64_t, std::shared_ptr<h2_call>> running_;
-  std::unordered_map<std::string, origin_links> links_;
   std::uint64_t retire_seen_ = 0; ///< the retire_epoch() this loop's links last acted on
 };
 

@@ -319,6 +319,9 @@ struct config {
   /// An https origin whose ALPN chose HTTP/1.1 is called over HTTP/1.1 by `http2` calls for this
   /// long without offering h2 again; 0: offered on every new connection.
   millis downstream_alpn_memory{60000};
+  /// Idle HTTP/1.1 keep-alive connections each downstream event loop keeps, all origins together;
+  /// one given back beyond it is closed. 0: none kept (a connection per call).
+  std::size_t downstream_max_idle_connections = 1024;
   /// `upstreams` (docs/upstreams.md), sorted by name.
   std::vector<upstream_config> upstreams;
   /// The upstream a URL (or gRPC target) calls, by its host; null for a plain origin.

@@ -1,6 +1,6 @@
 // The top-level keys a reload cannot change (docs/operations.md, "Reloading the configuration"):
 // `listen`, `io_threads`, `tls`, `cluster`, `tracing` and the downstream pools' bounds
-// (`downstream_idle_timeout_ms`, `downstream_drain_quiet_ms`, `downstream_alpn_memory_ms`) are bound into the running process (the
+// (`downstream_idle_timeout_ms`, `downstream_drain_quiet_ms`, `downstream_alpn_memory_ms`, `downstream_max_idle_connections`) are bound into the running process (the
 // listening socket and its TLS context, the event-loop threads, the middleman's links to nodes, the
 // downstream client). A reloaded
 // config keeps the running values of these keys; every other key applies to the requests that

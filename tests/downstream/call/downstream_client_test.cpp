@@ -24,6 +24,7 @@
 
 #include "gather/downstream/answer/downstream_answer.hpp"
 #include "gather/downstream/call/downstream_client.hpp"
+#include "gather/runtime/io_loops.hpp"
 #include "support/ports.hpp"
 #include "support/recording_server.hpp"
 #include "support/test_server.hpp"
@@ -551,6 +552,46 @@ TEST_CASE("sequential transfers reuse a keep-alive connection", "[client]") {
   std::lock_guard<std::mutex> lock(mutex);
   INFO("connections used: " << client_ports.size());
   CHECK(client_ports.size() <= 3);
+}
+
+TEST_CASE("downstream_max_idle_connections bounds the ready connections a loop keeps, all origins together",
+          "[client][pool]") {
+  // Two origins, one loop, room for one ready connection: A's stays ready between its calls, B's
+  // finds the room taken and is closed after each answer (a new connection per call); with 0,
+  // none is kept at all.
+  const std::size_t room = GENERATE(0, 1);
+  INFO("downstream_max_idle_connections " << room);
+  std::mutex mutex;
+  std::map<std::string, std::set<int>> ports; // per origin, the client ports its requests came from
+  const auto serve = [&](test_server& server, const std::string& name) {
+    server.raw().set_keep_alive_max_count(1000);
+    server.get("/p", [&mutex, &ports, name](const httplib::Request& req, httplib::Response& res) {
+      {
+        std::lock_guard<std::mutex> lock(mutex);
+        ports[name].insert(req.remote_port);
+      }
+      res.set_content("p", "text/plain");
+    });
+    server.start();
+  };
+  test_server a;
+  test_server b;
+  serve(a, "a");
+  serve(b, "b");
+  gather::io_loops loops(1);
+  loops.start();
+  {
+    downstream_client client(loops, gather::pool_bounds{{}, 60000ms, room});
+    for (int i = 0; i < 10; ++i) {
+      REQUIRE(fetch_request(client, request_for(a.base_url() + "/p")).http_status == 200);
+      REQUIRE(fetch_request(client, request_for(b.base_url() + "/p")).http_status == 200);
+    }
+    CHECK(client.inflight() == 0);
+  }
+  loops.stop();
+  std::lock_guard<std::mutex> lock(mutex);
+  CHECK(ports["a"].size() == (room == 0 ? 10u : 1u));
+  CHECK(ports["b"].size() == 10u);
 }
 
 TEST_CASE("connects that time out against one downstream never disturb another's transfers", "[client]") {

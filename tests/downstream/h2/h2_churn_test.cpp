@@ -232,7 +232,7 @@ TEST_CASE("a link that goes quiet after GOAWAY: its calls end as a connection fa
   io_loops loops(1);
   loops.start();
   {
-    downstream_client client(loops, link_bounds{60000ms, 200ms});
+    downstream_client client(loops, gather::pool_bounds{{60000ms, 200ms}});
     transfer_request request{server.url("/goaway-silent"), {}, 5s};
     request.http2 = true;
     std::promise<transfer_result> answer;
@@ -280,7 +280,7 @@ TEST_CASE("downstream_idle_timeout_ms: an idle pooled HTTP/1.1 connection is clo
   io_loops loops(1);
   loops.start();
   {
-    downstream_client client(loops, link_bounds{300ms, 1000ms});
+    downstream_client client(loops, gather::pool_bounds{{300ms, 1000ms}});
     const auto started = std::chrono::steady_clock::now();
     REQUIRE(pool_fetch(client, server.base_url() + "/a", false).http_status == 200);
     REQUIRE(pool_fetch(client, server.base_url() + "/b", false).http_status == 200);
@@ -300,7 +300,7 @@ TEST_CASE("downstream_idle_timeout_ms: an HTTP/2 link with no call is closed wit
   io_loops loops(1);
   loops.start();
   {
-    downstream_client client(loops, link_bounds{300ms, 1000ms});
+    downstream_client client(loops, gather::pool_bounds{{300ms, 1000ms}});
     const auto started = std::chrono::steady_clock::now();
     REQUIRE(pool_fetch(client, server.url("/item"), true).http_status == 200);
     server.line_with("CLOSED 1");

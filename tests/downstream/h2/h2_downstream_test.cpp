@@ -439,7 +439,7 @@ TEST_CASE("an HTTP/1.1-only TLS origin with http2: calls at once all answered, i
   io_loops loops(1);
   loops.start();
   {
-    downstream_client client(loops, link_bounds{300ms, 1000ms});
+    downstream_client client(loops, gather::pool_bounds{{300ms, 1000ms}});
     // 24 at once, the first ones through the ALPN answer: none lost, none failed.
     constexpr int at_once = 24;
     std::vector<std::promise<transfer_result>> promises(at_once);
@@ -638,7 +638,7 @@ TEST_CASE("downstream_alpn_memory_ms: an origin whose ALPN chose HTTP/1.1 is rem
       std::lock_guard lock(mutex);
       ports.clear();
     }
-    downstream_client client(loops, link_bounds{60000ms, 1000ms, {}, memory});
+    downstream_client client(loops, gather::pool_bounds{{60000ms, 1000ms}, memory});
     for (int i = 0; i < 3; ++i)
       CHECK(h2_fetch(client, server.url).http_status == 200);
     // Remembered: the next calls take the pooled HTTP/1.1 connection. Not: each offers h2 on a new

@@ -1,8 +1,8 @@
-// One origin's pool without a socket (origin_pool.hpp): links moved between the lists of their
+// One loop's pool without a socket (origin_pool.hpp): links moved between the lists of their
 // states by their machines' one observer, exactly one list holding each link, a closed link
-// forgotten and handed back; and what an origin's server chose by ALPN, remembered for
-// downstream_alpn_memory_ms and forgotten after it (0: never remembered). Time is a value the
-// test moves.
+// forgotten and handed back; per origin both protocols' links, the one ALPN probe and its waiting
+// transfers, an http/1.1 answer remembered for downstream_alpn_memory_ms and forgotten after it
+// (0: never remembered); the ready HTTP/1.1 links bounded per loop. Time is a value the test moves.
 #include <catch2/catch.hpp>
 
 #include <memory>
@@ -15,7 +15,6 @@ using namespace std::chrono_literals;
 using gather::link_bounds;
 using gather::link_machine;
 using gather::link_state;
-using gather::origin_protocol;
 
 namespace {
 
@@ -125,34 +124,123 @@ TEST_CASE("origin pool: a move from a list that does not hold the link changes n
   CHECK(seen == 0);
 }
 
-TEST_CASE("origin pool: what ALPN chose is remembered for downstream_alpn_memory_ms, then asked again",
+using test_pool = gather::loop_pool<std::unique_ptr<int>, std::shared_ptr<pooled_test_link>, std::shared_ptr<int>>;
+
+TEST_CASE("loop pool: an http/1.1 answer of ALPN is remembered for downstream_alpn_memory_ms, then asked again",
           "[unit][pool]") {
   const auto t0 = link_machine::clock::now();
-  gather::protocol_memory memory(60000ms);
+  test_pool pool(gather::pool_bounds{{}, 60000ms});
   const std::string a = "https://a.example:443";
   const std::string b = "https://b.example:443";
-  CHECK(memory.empty());
-  CHECK(memory.of(a, t0) == origin_protocol::unknown);
-  memory.chose(a, origin_protocol::h1, t0);
-  memory.chose(b, origin_protocol::h2, t0);
-  CHECK(memory.size() == 2);
-  CHECK(memory.of(a, t0 + 59999ms) == origin_protocol::h1);
-  CHECK(memory.of(b, t0 + 59999ms) == origin_protocol::h2);
-  CHECK(memory.of("https://c.example:443", t0) == origin_protocol::unknown);
-  CHECK(memory.of(a, t0 + 60000ms) == origin_protocol::unknown); // its time is up: forgotten
-  CHECK(memory.size() == 1);
-  CHECK(memory.of(a, t0 + 60001ms) == origin_protocol::unknown);
-  memory.chose(b, origin_protocol::h1, t0 + 1s); // a later answer replaces the earlier one
-  CHECK(memory.of(b, t0 + 60500ms) == origin_protocol::h1);
-  memory.chose(b, origin_protocol::unknown, t0 + 2s);
-  CHECK(memory.empty());
+  CHECK_FALSE(pool.speaks_h1(a, t0));
+  CHECK(pool.origins() == 0); // asking makes nothing
+  pool.chose_h1(a, t0);
+  CHECK(pool.speaks_h1(a, t0 + 59999ms));
+  CHECK_FALSE(pool.speaks_h1(b, t0));
+  pool.forget_if_empty(a, t0 + 1s);
+  CHECK(pool.origins() == 1); // the answer is kept while it counts
+  CHECK_FALSE(pool.speaks_h1(a, t0 + 60000ms)); // its time is up: forgotten, asked again
+  CHECK_FALSE(pool.speaks_h1(a, t0 + 1s));
+  pool.forget_if_empty(a, t0 + 1s);
+  CHECK(pool.origins() == 0);
+  pool.chose_h1(b, t0);
+  pool.chose_h1(b, t0 + 10s); // a later answer counts from its own time
+  CHECK(pool.speaks_h1(b, t0 + 65s));
+  pool.forget_if_empty(b, t0 + 70s); // past it: nothing left to keep b for
+  CHECK(pool.origins() == 0);
   SECTION("0: nothing remembered") {
-    gather::protocol_memory never(0ms);
-    never.chose(a, origin_protocol::h1, t0);
-    CHECK(never.empty());
-    CHECK(never.of(a, t0) == origin_protocol::unknown);
+    test_pool never(gather::pool_bounds{{}, 0ms});
+    never.chose_h1(a, t0);
+    CHECK_FALSE(never.speaks_h1(a, t0));
+    CHECK(never.origins() == 0);
   }
-  CHECK(to_string(origin_protocol::h1) == std::string("h1"));
-  CHECK(to_string(origin_protocol::h2) == std::string("h2"));
-  CHECK(to_string(origin_protocol::unknown) == std::string("unknown"));
+}
+
+TEST_CASE("loop pool: one ALPN probe per origin, the transfers that come meanwhile wait for its answer",
+          "[unit][pool]") {
+  const auto t0 = link_machine::clock::now();
+  test_pool pool(gather::pool_bounds{});
+  const std::string a = "https://a.example:443";
+  auto first = std::make_shared<int>(1);
+  auto second = std::make_shared<int>(2);
+  auto third = std::make_shared<int>(3);
+  CHECK(pool.join_probe(a, first)); // no probe in flight: it makes one
+  CHECK_FALSE(pool.join_probe(a, second));
+  CHECK_FALSE(pool.join_probe(a, third));
+  CHECK(pool.join_probe("https://b.example:443", first)); // another origin has its own
+  pool.forget_if_empty(a, t0);
+  CHECK(pool.origins() == 2); // a probe in flight keeps its origin
+  const auto waiting = pool.end_probe(a);
+  REQUIRE(waiting.size() == 2);
+  CHECK(waiting[0] == second); // in the order they came
+  CHECK(waiting[1] == third);
+  CHECK(pool.end_probe(a).empty()); // the probe is over: nothing waits
+  CHECK(pool.join_probe(a, second)); // the next one makes the next probe
+  CHECK(pool.end_probe(a).empty());
+  pool.forget_if_empty(a, t0);
+  CHECK(pool.origins() == 1);
+}
+
+TEST_CASE("loop pool: ready HTTP/1.1 links, newest taken first, bounded per loop over every origin, swept in order",
+          "[unit][pool]") {
+  const auto t0 = link_machine::clock::now();
+  test_pool pool(gather::pool_bounds{{}, 60000ms, 3});
+  const std::string a = "http://a.example:80";
+  const std::string b = "http://b.example:80";
+  CHECK_FALSE(pool.take_h1(a));
+  CHECK(pool.origins() == 0);
+  for (int i = 1; i <= 2; ++i) {
+    auto link = std::make_unique<int>(i);
+    REQUIRE(pool.give_back_h1(a, link));
+    CHECK_FALSE(link); // the pool's now
+  }
+  auto link_b = std::make_unique<int>(10);
+  REQUIRE(pool.give_back_h1(b, link_b));
+  auto beyond = std::make_unique<int>(11);
+  CHECK_FALSE(pool.give_back_h1(b, beyond)); // 3 ready already, all origins together
+  REQUIRE(beyond);                           // still the caller's, to close
+  CHECK(*beyond == 11);
+  CHECK(pool.h1_ready() == 3);
+  auto taken = pool.take_h1(a);
+  REQUIRE(taken);
+  CHECK(*taken == 2); // the newest: the most likely alive
+  CHECK(pool.h1_ready() == 2);
+  REQUIRE(pool.give_back_h1(b, beyond)); // room again
+  std::vector<int> kept;
+  pool.sweep_h1(
+      [&](std::unique_ptr<int>& link) {
+        if (*link == 10)
+          return false; // b's older one is due
+        kept.push_back(*link);
+        return true;
+      },
+      t0);
+  CHECK(pool.h1_ready() == 2);
+  CHECK(kept.size() == 2);
+  taken = pool.take_h1(b);
+  REQUIRE(taken);
+  CHECK(*taken == 11);
+  CHECK_FALSE(pool.take_h1(b));
+  pool.sweep_h1([](std::unique_ptr<int>&) { return false; }, t0); // every one due: every origin forgotten
+  CHECK(pool.h1_ready() == 0);
+  CHECK(pool.origins() == 0);
+}
+
+TEST_CASE("loop pool: one origin holds both protocols' links, and is forgotten only when both are gone",
+          "[unit][pool]") {
+  const auto t0 = link_machine::clock::now();
+  test_pool pool(gather::pool_bounds{});
+  const std::string key = "https://both.example:443";
+  auto& origin = pool.at(key);
+  auto h2 = pooled_link_in(origin.h2, t0);
+  auto h1 = std::make_unique<int>(1);
+  REQUIRE(pool.give_back_h1(key, h1));
+  CHECK(pool.find(key) == &origin);
+  h2->machine.lost(); // the HTTP/2 link closed: its list forgets it
+  CHECK(origin.h2.empty());
+  pool.forget_if_empty(key, t0);
+  REQUIRE(pool.find(key) != nullptr); // the HTTP/1.1 link still ready there
+  CHECK(pool.take_h1(key));
+  pool.forget_if_empty(key, t0);
+  CHECK(pool.find(key) == nullptr);
 }

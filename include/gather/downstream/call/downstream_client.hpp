@@ -21,7 +21,7 @@
 
 #include "gather/downstream/call/call_target.hpp"
 #include "gather/downstream/call/url_split.hpp"
-#include "gather/downstream/pool/link_machine.hpp"
+#include "gather/downstream/pool/origin_pool.hpp"
 #include "gather/downstream/call/stream_call.hpp"
 
 namespace gather {
@@ -78,9 +78,9 @@ public:
   using completion = std::function<void(transfer_result&&)>;
 
   /// On `loops`, which must run while transfers are submitted and be stopped before this is
-  /// destroyed; its pooled connections within `bounds` (the config's downstream_idle_timeout_ms,
-  /// downstream_drain_quiet_ms and downstream_alpn_memory_ms).
-  explicit downstream_client(io_loops& loops, link_bounds bounds = {});
+  /// destroyed; its pools within `bounds` (the config's downstream_idle_timeout_ms,
+  /// downstream_drain_quiet_ms, downstream_alpn_memory_ms and downstream_max_idle_connections).
+  explicit downstream_client(io_loops& loops, pool_bounds bounds = {});
   /// On one event loop of its own (a load generator, a tool).
   downstream_client();
   ~downstream_client(); ///< abandons whatever is in flight (no completions run)

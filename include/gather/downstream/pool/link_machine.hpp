@@ -43,9 +43,6 @@ struct link_bounds {
   /// A link older than this takes no new stream (it drains, then closes); 0: no limit (an
   /// upstream's max_connection_age_ms).
   std::chrono::milliseconds max_age{0};
-  /// The pool's, not a link's: how long an https origin whose ALPN chose HTTP/1.1 is called over
-  /// HTTP/1.1 without offering h2 again (downstream_alpn_memory_ms); 0: offered every time.
-  std::chrono::milliseconds alpn_memory{60000};
 };
 
 /// What is due on a link at a given time (link_machine::due).

@@ -1,18 +1,27 @@
-// The parts of one origin's pool on one event loop that need no socket, so that each is a unit test
-// (tests/downstream/pool/origin_pool_test.cpp): its links, one list per link state (link_machine.hpp),
-// moved between the lists by the one observer of each link's machine; and what the origin's https
-// server chose by ALPN (origin_protocol), remembered for downstream_alpn_memory_ms.
+// One event loop's downstream pool, without its sockets: per origin (its pool key, scheme://host:port
+// with the host lower case, or an upstream endpoint's) the links of both protocols and what the
+// origin's https server chose by ALPN, in one place, so that each rule is a unit test
+// (tests/downstream/pool/origin_pool_test.cpp) and the two protocols' clients share one map.
 //
-// Who uses them (docs/architecture.md, the downstream row): h2_client keeps its links per origin
-// in link_lists; loop_client files what ALPN chose on the connection an `http2` transfer made
-// (h1_alpn.cpp) in protocol_memory and asks it whether such a transfer goes straight to HTTP/1.1.
-// The HTTP/1.1 client's ready lists are not yet in link_lists: one pool per origin holding both
-// protocols' lists is the step after (issue #47 item 2).
+//   origin_pool (one origin)
+//     h2          HTTP/2 links, one list per link state (link_lists): moved by each link's
+//                 machine's one observer (h2_client::moved), a closed one forgotten
+//     h1_ready    HTTP/1.1 links at rest (ready, capacity 1), oldest first; one connecting or
+//                 busy is its transfer's, whose handlers hold it, until the answer gives it back
+//     probe       while an `http2` transfer's connection asks the https server by ALPN (h1_alpn.cpp):
+//                 the transfers waiting for that answer
+//     h1_until    the server chose http/1.1: `http2` transfers go over HTTP/1.1 without offering
+//                 h2 until then (downstream_alpn_memory_ms)
+//
+// Who drives it (docs/architecture.md, the downstream row): loop_client owns the loop's pool;
+// h1_client takes and gives back ready HTTP/1.1 links, runs the probe and sweeps the ready links
+// by their machines' due(); h2_client places calls on the h2 lists and opens links there.
 #pragma once
 
 #include <array>
 #include <chrono>
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -21,12 +30,6 @@
 #include "gather/downstream/pool/link_machine.hpp"
 
 namespace gather {
-
-/// What an origin speaks, as far as its pool knows: nothing asked yet (or forgotten), or what its
-/// https server's ALPN chose (a plain-http origin is h2 only by the section's `http2`, h2c).
-enum class origin_protocol { unknown, h1, h2 };
-
-const char* to_string(origin_protocol protocol);
 
 /// One origin's links, one list per state but closed (a closed link is forgotten). `Link` is a
 /// handle that owns or shares a link (std::shared_ptr, std::unique_ptr); the lists hold each link
@@ -94,32 +97,158 @@ private:
   std::array<list, 4> lists_; ///< connecting, ready, busy, draining
 };
 
-/// What the https servers of one loop's origins chose by ALPN for `http2` calls: an origin whose
-/// server chose http/1.1 is called over HTTP/1.1 for `memory` (downstream_alpn_memory_ms) without
-/// offering h2 again; one that chose h2 is remembered as long. 0: nothing remembered, every new
-/// connection offers h2.
-class protocol_memory {
+/// The bounds of one loop's pool (docs/config.md): its links' (an upstream's endpoints have their
+/// own, call_target.hpp) and its own.
+struct pool_bounds {
+  link_bounds links;                            ///< downstream_idle_timeout_ms, downstream_drain_quiet_ms
+  std::chrono::milliseconds alpn_memory{60000}; ///< downstream_alpn_memory_ms; 0: h2 offered every time
+  std::size_t max_idle_h1 = 1024;               ///< downstream_max_idle_connections, all origins together
+};
+
+/// One origin's part of a loop's pool (the drawing above). `H1Link` owns an HTTP/1.1 connection,
+/// `H2Link` shares an HTTP/2 link, `Waiter` shares a transfer waiting for an ALPN answer.
+template <class H1Link, class H2Link, class Waiter>
+struct origin_pool {
+  using time_point = std::chrono::steady_clock::time_point;
+
+  link_lists<H2Link> h2;
+  std::vector<H1Link> h1_ready;
+  /// A probe in flight (its transfer is not in here) and the transfers waiting for its answer.
+  struct alpn_probe {
+    std::vector<Waiter> waiting;
+  };
+  std::optional<alpn_probe> probe;
+  std::optional<time_point> h1_until;
+
+  /// Nothing left to keep the origin for at `now`.
+  bool empty(time_point now) const {
+    return h2.empty() && h1_ready.empty() && !probe && (!h1_until || *h1_until <= now);
+  }
+};
+
+/// One loop's pool: its origins by pool key, and the rules that span them (the ready HTTP/1.1
+/// links' bound, what ALPN's answers are remembered for).
+template <class H1Link, class H2Link, class Waiter>
+class loop_pool {
 public:
-  using clock = std::chrono::steady_clock;
+  using origin = origin_pool<H1Link, H2Link, Waiter>;
+  using time_point = typename origin::time_point;
 
-  explicit protocol_memory(std::chrono::milliseconds memory) : memory_(memory) {}
+  explicit loop_pool(const pool_bounds& bounds) : bounds_(bounds) {}
 
-  /// What `key`'s server chose, if that is still remembered at `now` (an answer older than the
-  /// memory is forgotten here: unknown).
-  origin_protocol of(const std::string& key, clock::time_point now);
-  /// `key`'s server chose `protocol` at `now` (unknown: forget it).
-  void chose(const std::string& key, origin_protocol protocol, clock::time_point now);
-  /// Origins remembered (some perhaps past their time, until asked).
-  std::size_t size() const { return known_.size(); }
-  bool empty() const { return known_.empty(); }
+  const pool_bounds& bounds() const { return bounds_; }
+
+  /// `key`'s part, made when new (a reference stays valid until forget_if_empty or sweep_h1
+  /// drops that origin).
+  origin& at(const std::string& key) { return origins_[key]; }
+  origin* find(const std::string& key) {
+    auto it = origins_.find(key);
+    return it == origins_.end() ? nullptr : &it->second;
+  }
+  const origin* find(const std::string& key) const {
+    auto it = origins_.find(key);
+    return it == origins_.end() ? nullptr : &it->second;
+  }
+  /// `key`'s part goes when nothing is left in it.
+  void forget_if_empty(const std::string& key, time_point now) {
+    auto it = origins_.find(key);
+    if (it != origins_.end() && it->second.empty(now))
+      origins_.erase(it);
+  }
+  std::size_t origins() const { return origins_.size(); }
+
+  // ---- ALPN ---------------------------------------------------------------------------------
+  /// `key`'s server chose http/1.1 within the memory (an older answer is forgotten here).
+  bool speaks_h1(const std::string& key, time_point now) {
+    auto* o = find(key);
+    if (!o || !o->h1_until)
+      return false;
+    if (now < *o->h1_until)
+      return true;
+    o->h1_until.reset(); // asked again from now on
+    return false;
+  }
+  /// `key`'s server chose http/1.1 at `now`: remembered for alpn_memory (0: not at all).
+  void chose_h1(const std::string& key, time_point now) {
+    if (bounds_.alpn_memory.count() > 0)
+      at(key).h1_until = now + bounds_.alpn_memory;
+  }
+  /// A transfer that offers h2 to `key`: true when it is to make the probe (none in flight), false
+  /// when it waits for the probe in flight (then it is in its waiting list).
+  bool join_probe(const std::string& key, const Waiter& waiter) {
+    auto& o = at(key);
+    if (!o.probe) {
+      o.probe.emplace();
+      return true;
+    }
+    o.probe->waiting.push_back(waiter);
+    return false;
+  }
+  /// The probe to `key` has ended (answered or lost): the transfers that waited for it.
+  std::vector<Waiter> end_probe(const std::string& key) {
+    auto* o = find(key);
+    if (!o || !o->probe)
+      return {};
+    auto waiting = std::move(o->probe->waiting);
+    o->probe.reset();
+    return waiting;
+  }
+
+  // ---- HTTP/1.1 links at rest ---------------------------------------------------------------
+  /// The ready link of `key` most likely alive (the newest), or an empty handle.
+  H1Link take_h1(const std::string& key) {
+    auto* o = find(key);
+    if (!o || o->h1_ready.empty())
+      return H1Link{};
+    auto link = std::move(o->h1_ready.back());
+    o->h1_ready.pop_back();
+    --h1_ready_;
+    return link;
+  }
+  /// A link at rest joins `key`'s ready list; false (the link stays the caller's, to close) when
+  /// the loop holds max_idle_h1 already.
+  bool give_back_h1(const std::string& key, H1Link& link) {
+    if (h1_ready_ >= bounds_.max_idle_h1)
+      return false;
+    at(key).h1_ready.push_back(std::move(link));
+    ++h1_ready_;
+    return true;
+  }
+  std::size_t h1_ready() const { return h1_ready_; }
+  /// Every ready link is kept or not by `keep(link)` (one not kept is dropped: `keep` closes it
+  /// first); the kept stay in their order, and an origin left empty at `now` is forgotten.
+  template <class Keep>
+  void sweep_h1(Keep&& keep, time_point now) {
+    for (auto it = origins_.begin(); it != origins_.end();) {
+      auto& ready = it->second.h1_ready;
+      std::size_t kept = 0;
+      for (auto& link : ready) {
+        if (!keep(link))
+          continue;
+        if (&ready[kept] != &link)
+          ready[kept] = std::move(link);
+        ++kept;
+      }
+      h1_ready_ -= ready.size() - kept;
+      ready.erase(ready.begin() + static_cast<std::ptrdiff_t>(kept), ready.end());
+      if (it->second.empty(now))
+        it = origins_.erase(it);
+      else
+        ++it;
+    }
+  }
+
+  /// Every origin's part, with its key.
+  template <class F>
+  void each(F&& f) {
+    for (auto& [key, o] : origins_)
+      f(key, o);
+  }
 
 private:
-  struct answer {
-    origin_protocol protocol;
-    clock::time_point until;
-  };
-  std::chrono::milliseconds memory_;
-  std::unordered_map<std::string, answer> known_;
+  pool_bounds bounds_;
+  std::unordered_map<std::string, origin> origins_;
+  std::size_t h1_ready_ = 0; ///< in every origin's h1_ready
 };
 
 } // namespace gather
