@@ -55,12 +55,13 @@ struct downstream_client::impl {
   /// Ids carry their loop (id % loops). A call made on one of the loops stays on it and starts
   /// now: the worker, its call and the answer's read share one thread, and the call costs no
   /// posted handler (a turn of the loop, with an epoll_wait, before it is sent). From elsewhere
-  /// the loops take calls in turn. `start(client, id, ticket)` starts it at once on this thread's
-  /// loop; `posted()` gives what starts it on another (taking the call over) only when it is
-  /// needed: a call made on its loop is passed on by reference, never moved into a closure. The
-  /// call holds its ticket until its completion runs, its cancel, or its loop's client goes.
-  template <class Start, class Posted>
-  std::uint64_t launch(Start&& start, Posted&& posted) {
+  /// the loops take calls in turn. `start` is the loop client's way in for the call's kind
+  /// (loop_client::start for a transfer, ::call for a call with events): on this thread's loop
+  /// the request and its `then` are passed on by reference, moved into a closure only when the
+  /// call is posted to another loop. The call holds its ticket until its completion runs, its
+  /// cancel, or its loop's client goes.
+  template <class Start, class Request, class Then>
+  std::uint64_t launch(Start start, Request& request, Then& then) {
     const std::uint64_t seq = next_id++;
     const std::size_t count = clients.size();
     const auto here = loops.current();
@@ -68,13 +69,14 @@ struct downstream_client::impl {
     const std::uint64_t id = seq * count + loop;
     auto& client = client_of(id);
     if (here) {
-      start(client, id, inflight_ticket{*inflight});
+      (client.*start)(id, std::move(request), std::move(then), inflight_ticket{*inflight});
       return id;
     }
     ++queued;
-    asio::post(client.loop(), [this, &client, id, run = posted(), ticket = inflight_ticket{inflight}]() mutable {
+    asio::post(client.loop(), [this, &client, id, start, request = std::move(request), then = std::move(then),
+                               ticket = inflight_ticket{inflight}]() mutable {
       --queued;
-      run(client, id, std::move(ticket));
+      (client.*start)(id, std::move(request), std::move(then), std::move(ticket));
     });
     return id;
   }
@@ -96,29 +98,11 @@ downstream_client::downstream_client(io_loops& loops, pool_bounds bounds)
 downstream_client::~downstream_client() = default;
 
 std::uint64_t downstream_client::submit(transfer_request&& request, completion&& done) {
-  return impl_->launch(
-      [&](loop_client& client, std::uint64_t id, inflight_ticket ticket) {
-        client.start(id, std::move(request), std::move(done), std::move(ticket));
-      },
-      [&] {
-        return [request = std::move(request), done = std::move(done)](loop_client& client, std::uint64_t id,
-                                                                      inflight_ticket ticket) mutable {
-          client.start(id, std::move(request), std::move(done), std::move(ticket));
-        };
-      });
+  return impl_->launch(&loop_client::start, request, done);
 }
 
 std::uint64_t downstream_client::call(stream_request request, std::shared_ptr<stream_events> events) {
-  return impl_->launch(
-      [&](loop_client& client, std::uint64_t id, inflight_ticket ticket) {
-        client.call(id, std::move(request), std::move(events), std::move(ticket));
-      },
-      [&] {
-        return [request = std::move(request), events = std::move(events)](loop_client& client, std::uint64_t id,
-                                                                          inflight_ticket ticket) mutable {
-          client.call(id, std::move(request), std::move(events), std::move(ticket));
-        };
-      });
+  return impl_->launch(&loop_client::call, request, events);
 }
 
 void downstream_client::cancel(std::uint64_t id) {
