@@ -61,18 +61,18 @@ private:
   transfer_result result_;
 };
 
-/// The HTTP/2 form of a transfer's request.
-stream_request stream_form(const transfer_request& request) {
+/// The HTTP/2 form of a transfer's request, which it takes over (the header lines become fields).
+stream_request stream_form(transfer_request&& request) {
   stream_request out;
-  out.url = request.url;
-  out.method = request.method;
+  out.url = std::move(request.url);
+  out.method = std::move(request.method);
   out.headers = header_fields(request.header_lines);
-  out.body = request.body;
+  out.body = std::move(request.body);
   out.timeout = request.timeout;
   out.max_response_bytes = request.max_body_bytes;
   out.slow_after = request.slow_after;
-  out.slow = request.slow;
-  out.target = request.target;
+  out.slow = std::move(request.slow);
+  out.target = std::move(request.target);
   return out;
 }
 
@@ -99,7 +99,7 @@ void loop_client::start(std::uint64_t id, transfer_request&& request, downstream
 
 void loop_client::start_h2(std::uint64_t id, transfer_request&& request, downstream_client::completion&& done,
                            inflight_ticket ticket) {
-  auto call = stream_form(request);
+  auto call = stream_form(std::move(request));
   h2_.start(id, std::move(call), std::make_shared<transfer_collector>(std::move(done), std::move(ticket)),
             inflight_ticket{});
 }
