@@ -101,6 +101,9 @@ void h2_client::place(const std::shared_ptr<h2_call>& call, const h2_link* exclu
       if (link.get() != exclude && link->has_room() && link->add(call))
         return;
   }
+  if (call->where.tls && pool_.speaks_h1(call->where.key, link_machine::clock::now()))
+    return fail_now(call, stream_ending::connection,
+                    call->where.key + " chose HTTP/1.1 by ALPN (remembered for downstream_alpn_memory_ms): no h2");
   auto link = std::make_shared<h2_link>(*this, loop_, tls_, call->where, pool_.bounds().links);
   pool_.at(call->where.key).h2.add(link_state::connecting, link); // (a link that closed above may have taken `origin`)
   if (!link->add(call))

@@ -59,6 +59,10 @@ public:
   void moved(h2_link& link, link_state from, link_state to);
   /// The link's last slot was freed.
   void idle(h2_link& link);
+  /// The link's own connection to `key` (a gRPC call's) got http/1.1 or nothing by ALPN: the pool
+  /// remembers it (downstream_alpn_memory_ms), and calls that would need a new link to it end at
+  /// once instead of each asking again.
+  void chose_h1(const std::string& key) { pool_.chose_h1(key, link_machine::clock::now()); }
 
 private:
   void arm(const std::shared_ptr<h2_call>& call);

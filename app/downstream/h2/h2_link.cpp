@@ -88,8 +88,9 @@ void h2_link::connected(const error_code& ec) {
     if (size == 2 && std::memcmp(chosen, "h2", 2) == 0)
       return self->ready();
     // HTTP/1.1 (or no ALPN) on a link's own connection: only a call (a gRPC one, which needs h2)
-    // opens an https link itself; a transfer's new connection is made by the pool, which files it
-    // by ALPN's answer (h1_alpn.cpp).
+    // opens an https link itself; a transfer's new connection is made by the pool's probe
+    // (h1_alpn.cpp). Either way the answer is the pool's to remember.
+    self->owner_.chose_h1(self->where_.key);
     self->broken(stream_ending::connection, self->where_.key + " did not choose h2 by ALPN");
   });
 }

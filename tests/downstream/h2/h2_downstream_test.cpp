@@ -405,12 +405,28 @@ TEST_CASE("https with ALPN: h2 when the server chooses it, HTTP/1.1 when it does
       res.set_content(R"({"ok":1})", "application/json");
     });
     const std::string url = server.url;
-    for (int i = 0; i < 2; ++i) { // the first through the ALPN probe, the second remembered
-      const auto r = h2_fetch(client, url);
-      CHECK(r.error == transfer_error::none);
-      CHECK(r.body == R"({"ok":1})");
+    SECTION("transfers first") {
+      for (int i = 0; i < 2; ++i) { // the first through the ALPN probe, the second remembered
+        const auto r = h2_fetch(client, url);
+        CHECK(r.error == transfer_error::none);
+        CHECK(r.body == R"({"ok":1})");
+      }
+      // The pool remembers the answer: the call ends without a connection of its own.
+      const auto end = start_call(client, stream_get(url))->wait();
+      CHECK(end.how == stream_ending::connection);
+      CHECK(end.detail.find("chose HTTP/1.1 by ALPN (remembered") != std::string::npos);
     }
-    CHECK(start_call(client, stream_get(url))->wait().how == stream_ending::connection);
+    SECTION("a call first") {
+      // Its own link asks ALPN; the answer is the pool's: the next call does not ask again, and
+      // a transfer goes over HTTP/1.1 without a probe.
+      auto end = start_call(client, stream_get(url))->wait();
+      CHECK(end.how == stream_ending::connection);
+      CHECK(end.detail.find("did not choose h2 by ALPN") != std::string::npos);
+      end = start_call(client, stream_get(url))->wait();
+      CHECK(end.how == stream_ending::connection);
+      CHECK(end.detail.find("chose HTTP/1.1 by ALPN (remembered") != std::string::npos);
+      CHECK(h2_fetch(client, url).body == R"({"ok":1})");
+    }
   }
   client_is_empty(client);
 }
