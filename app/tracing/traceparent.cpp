@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <random>
 
 namespace gather {
@@ -35,17 +36,35 @@ std::mt19937_64& generator() {
   return rng;
 }
 
+/// Each byte's two lower-case hex digits: an id is written a byte at a time, not a digit at a time.
+constexpr std::array<char, 512> byte_digits = [] {
+  std::array<char, 512> out{};
+  constexpr const char* digits = "0123456789abcdef";
+  for (std::size_t b = 0; b < 256; ++b) {
+    out[2 * b] = digits[b >> 4];
+    out[2 * b + 1] = digits[b & 0xF];
+  }
+  return out;
+}();
+
+/// N hex digits of fresh random bits, never all zeros (W3C Trace Context: an invalid id).
 template <std::size_t N>
 std::array<char, N> random_hex() {
-  static const char* digits = "0123456789abcdef";
+  static_assert(N % 16 == 0, "a whole number of 64-bit words");
   std::array<char, N> id{};
+  std::uint64_t seen = 0;
   do {
+    seen = 0;
     for (std::size_t i = 0; i < N; i += 16) {
       auto bits = generator()();
-      for (std::size_t j = i; j < std::min(N, i + 16); ++j, bits >>= 4)
-        id[j] = digits[bits & 0xF];
+      seen |= bits;
+      for (std::size_t j = i; j < i + 16; j += 2, bits >>= 8) {
+        const auto* pair = &byte_digits[2 * (bits & 0xFF)];
+        id[j] = pair[0];
+        id[j + 1] = pair[1];
+      }
     }
-  } while (all_zeros(id));
+  } while (seen == 0);
   return id;
 }
 
