@@ -102,20 +102,14 @@ TEST_CASE("traceparent: new ids are lower-case hex, never zero, and do not repea
   CHECK(traces.size() == 10000);
   CHECK(spans.size() == 10000);
   // Every position takes every digit: no digit of the random bits is lost in their writing.
-  for (std::size_t at = 0; at < 32; ++at) {
-    std::set<char> seen;
-    for (const auto& t : traces)
-      seen.insert(t[at]);
-    INFO("trace id position " << at);
-    CHECK(seen.size() == 16);
-  }
-  for (std::size_t at = 0; at < 16; ++at) {
-    std::set<char> seen;
-    for (const auto& sp : spans)
-      seen.insert(sp[at]);
-    INFO("span id position " << at);
-    CHECK(seen.size() == 16);
-  }
+  for (const auto* ids : {&traces, &spans})
+    for (std::size_t at = 0; at < ids->begin()->size(); ++at) {
+      std::set<char> seen;
+      for (const auto& id : *ids)
+        seen.insert(id[at]);
+      INFO((ids == &traces ? "trace" : "span") << " id position " << at);
+      CHECK(seen.size() == 16);
+    }
 }
 
 TEST_CASE("traceparent: the ratio sampler keeps about its share of new traces", "[unit][tracing]") {
