@@ -1,4 +1,4 @@
-// Fuzzes the downstream client's own URL split (include/gather/downstream/url_split.hpp), the one
+// Fuzzes the downstream client's own URL split (include/gather/downstream/call/url_split.hpp), the one
 // that decides where a call connects and what it sends as Host and target.
 // Input: the URL. Invariants for a URL it accepts: the scheme decides TLS; the host is not empty,
 // and neither it nor the Host header holds a '/', '?' or '@'; the port is 1..65535 in digits
@@ -22,24 +22,25 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   }
   if (!split)
     return 0;
-  const std::string scheme = split->tls ? "https://" : "http://";
-  FUZZ_CHECK(split->tls == https);
-  FUZZ_CHECK(!split->host.empty());
-  FUZZ_CHECK(split->host_header.find_first_of("/?@") == std::string::npos);
-  FUZZ_CHECK(split->host.find_first_of("/?@") == std::string::npos);
-  FUZZ_CHECK(!split->port.empty() && split->port.size() <= 5);
-  for (char c : split->port)
+  FUZZ_CHECK(split->origin != nullptr);
+  const std::string scheme = split->origin->tls ? "https://" : "http://";
+  FUZZ_CHECK(split->origin->tls == https);
+  FUZZ_CHECK(!split->origin->host.empty());
+  FUZZ_CHECK(split->origin->host_header.find_first_of("/?@") == std::string::npos);
+  FUZZ_CHECK(split->origin->host.find_first_of("/?@") == std::string::npos);
+  FUZZ_CHECK(!split->origin->port.empty() && split->origin->port.size() <= 5);
+  for (char c : split->origin->port)
     FUZZ_CHECK(c >= '0' && c <= '9');
-  const long port = std::stol(split->port);
+  const long port = std::stol(split->origin->port);
   FUZZ_CHECK(port >= 1 && port <= 65535);
   FUZZ_CHECK(!split->target.empty() && split->target[0] == '/');
-  FUZZ_CHECK(split->key == scheme + split->host + ":" + split->port);
-  const std::string rebuilt = scheme + split->host_header + split->target;
-  const std::string after = url.substr(scheme.size() + split->host_header.size());
+  FUZZ_CHECK(split->origin->key == scheme + split->origin->host + ":" + split->origin->port);
+  const std::string rebuilt = scheme + split->origin->host_header + split->target;
+  const std::string after = url.substr(scheme.size() + split->origin->host_header.size());
   FUZZ_CHECK(rebuilt == url || (after.empty() && split->target == "/") ||
              (!after.empty() && after[0] == '?' && split->target == "/" + after));
   // The host is the authority without its port (and without the brackets of an IPv6 literal).
-  const bool bracketed = !split->host_header.empty() && split->host_header[0] == '[';
-  FUZZ_CHECK(split->host_header.rfind(bracketed ? "[" + split->host + "]" : split->host, 0) == 0);
+  const bool bracketed = !split->origin->host_header.empty() && split->origin->host_header[0] == '[';
+  FUZZ_CHECK(split->origin->host_header.rfind(bracketed ? "[" + split->origin->host + "]" : split->origin->host, 0) == 0);
   return 0;
 }

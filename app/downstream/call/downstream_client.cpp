@@ -126,7 +126,7 @@ std::optional<std::string> url_origin(const std::string& url) {
   auto where = split_url(url);
   if (!where)
     return std::nullopt;
-  return where->key;
+  return where->origin->key;
 }
 
 } // namespace gather

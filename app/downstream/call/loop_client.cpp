@@ -90,10 +90,10 @@ void loop_client::start(std::uint64_t id, transfer_request&& request, downstream
   if (request.url.size() < 6 || ::strncasecmp(request.url.c_str(), "https:", 6) != 0)
     return start_h2(id, std::move(request), std::move(done), std::move(ticket));
   const auto where = split_url(request.url, request.target, request.origin.get());
-  if (!where || !where->tls || h2_.takes_call(where->key)) // a link with room (or a URL h2_client refuses)
+  if (!where || !where->origin->tls || h2_.takes_call(where->origin->key)) // a link with room (or a URL h2_client refuses)
     return start_h2(id, std::move(request), std::move(done), std::move(ticket));
   // https and a new connection needed: http/1.1 remembered, or one whose ALPN decides.
-  const bool h1 = pool_.speaks_h1(where->key, std::chrono::steady_clock::now());
+  const bool h1 = pool_.speaks_h1(where->origin->key, std::chrono::steady_clock::now());
   h1_.start(id, std::move(request), std::move(done), std::move(ticket), !h1);
 }
 

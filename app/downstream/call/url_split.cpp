@@ -21,37 +21,33 @@ void set_target(std::string& out, std::string_view path) {
   }
 }
 
-} // namespace
 
-// Once per downstream call, so it reads the URL as views and builds only the strings it returns
-// (a scan per part and a temporary authority cost ~1.8k instructions a call; bench/mallocs.sh).
-std::optional<origin_and_target> split_url(const std::string& text) {
-  const std::string_view url{text};
-  origin_and_target out;
+/// The URL's origin into `o` and its target into `target`; false when split_url would refuse it.
+bool split_into(std::string_view url, origin_fields& o, std::string& target) {
   std::size_t at;
   if (url.substr(0, 7) == "http://") {
     at = 7;
   } else if (url.substr(0, 8) == "https://") {
-    out.tls = true;
+    o.tls = true;
     at = 8;
   } else {
-    return std::nullopt;
+    return false;
   }
   std::size_t slash = at;
   while (slash < url.size() && url[slash] != '/' && url[slash] != '?')
     ++slash;
   const std::string_view authority = url.substr(at, slash - at);
   if (authority.empty() || authority.find('@') != std::string_view::npos)
-    return std::nullopt;
+    return false;
   std::string_view host, port;
   if (authority[0] == '[') {
     const auto close = authority.find(']');
     if (close == std::string_view::npos)
-      return std::nullopt;
+      return false;
     host = authority.substr(1, close - 1);
     if (close + 1 < authority.size()) {
       if (authority[close + 1] != ':')
-        return std::nullopt;
+        return false;
       port = authority.substr(close + 2);
     }
   } else {
@@ -61,41 +57,59 @@ std::optional<origin_and_target> split_url(const std::string& text) {
       port = authority.substr(colon + 1);
   }
   if (host.empty())
-    return std::nullopt;
+    return false;
   if (!port.empty()) {
     const auto number = parse_port(port);
     if (!number || *number < 1)
-      return std::nullopt; // a port no socket can have: refused here, never wrapped
+      return false; // a port no socket can have: refused here, never wrapped
   } else {
-    port = out.tls ? "443" : "80";
+    port = o.tls ? "443" : "80";
   }
-  set_target(out.target, url.substr(slash));
-  out.host.assign(host.data(), host.size());
-  out.port.assign(port.data(), port.size());
+  set_target(target, url.substr(slash));
+  o.host.assign(host.data(), host.size());
+  o.port.assign(port.data(), port.size());
   // The key written in place at its final size, not a character appended at a time (a capacity
   // test each): 1,383 -> 1,223 instructions a split (bench/callgrind.sh 4 200).
-  out.key.resize(at + host.size() + 1 + port.size());
-  char* key = out.key.data();
+  o.key.resize(at + host.size() + 1 + port.size());
+  char* key = o.key.data();
   url.copy(key, at);
   key += at;
   for (const char c : host) // host names compare in any case: one key for every pool of an origin
     *key++ = static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
   *key++ = ':';
   port.copy(key, port.size());
-  out.host_header.assign(authority.data(), authority.size());
+  o.host_header.assign(authority.data(), authority.size());
+  return true;
+}
+
+} // namespace
+
+// A URL split whole (one with a placeholder in its origin, or made elsewhere than from a template):
+// it reads the URL as views and builds only the strings it returns (a scan per part and a temporary
+// authority cost ~1.8k instructions a call; bench/mallocs.sh).
+std::optional<origin_and_target> split_url(const std::string& text) {
+  auto o = std::make_shared<origin_fields>();
+  std::optional<origin_and_target> out{std::in_place};
+  if (!split_into(text, *o, out->target))
+    return std::nullopt;
+  out->origin = std::move(o);
   return out;
 }
 
 std::optional<origin_and_target> split_url(const std::string& url, const std::shared_ptr<const call_target>& target) {
-  auto out = split_url(url);
-  if (!out || !target)
-    return out;
-  out->host = target->address;
-  out->port = std::to_string(target->port);
-  out->key = (out->tls ? "https://" : "http://") + target->pool_key;
-  out->host_header = target->authority;
-  out->tls_name = target->server_name;
-  out->endpoint = target;
+  if (!target)
+    return split_url(url);
+  auto o = std::make_shared<origin_fields>();
+  std::optional<origin_and_target> out{std::in_place};
+  if (!split_into(url, *o, out->target))
+    return std::nullopt;
+  o->host = target->address;
+  o->port = std::to_string(target->port);
+  o->key = (o->tls ? "https://" : "http://") + target->pool_key;
+  o->host_header = target->authority;
+  o->tls_name = target->server_name;
+  o->endpoint = target;
+  out->origin = std::move(o);
   return out;
 }
 
@@ -111,8 +125,7 @@ std::shared_ptr<const split_origin> split_template_origin(std::string_view sourc
     return nullptr;
   auto out = std::make_shared<split_origin>();
   out->prefix.assign(prefix.data(), prefix.size());
-  out->where = std::move(*where);
-  out->where.target.clear();
+  out->origin = std::move(where->origin);
   return out;
 }
 
@@ -126,13 +139,7 @@ std::optional<origin_and_target> split_url(const std::string& url, const std::sh
     return split_url(url, target); // the authority goes on past the prefix
   std::optional<origin_and_target> out{std::in_place};
   set_target(out->target, rest);
-  const auto& where = origin->where;
-  out->tls = where.tls;
-  out->host = where.host;
-  out->port = where.port;
-  out->key = where.key;
-  out->host_header = where.host_header;
-  out->tls_name = where.tls_name;
+  out->origin = origin->origin;
   return out;
 }
 

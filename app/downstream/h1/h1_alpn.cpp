@@ -33,7 +33,7 @@ void h1_client::start_offering(const std::shared_ptr<transfer>& t, transfer_requ
   t->offer = std::make_unique<alpn_offer>();
   t->offer->request = std::move(request);
   t->offer->started = std::chrono::steady_clock::now();
-  if (!pool_.join_probe(t->where.key, t))
+  if (!pool_.join_probe(t->where.origin->key, t))
     return; // it waits for the probe in flight
   t->offer->probing = true;
   connect(t);
@@ -52,7 +52,7 @@ void h1_client::alpn_answered(const std::shared_ptr<transfer>& t) {
   const unsigned char* chosen = nullptr;
   unsigned int size = 0;
   SSL_get0_alpn_selected(t->conn->tls_stream->native_handle(), &chosen, &size);
-  const auto& key = t->where.key;
+  const auto& key = t->where.origin->key;
   auto waiting = pool_.end_probe(key);
   t->offer->probing = false;
   if (size == 2 && std::memcmp(chosen, "h2", 2) == 0) {

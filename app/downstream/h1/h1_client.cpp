@@ -54,7 +54,7 @@ void write_request(std::string& bytes, const transfer_request& request, const or
                                      " "sv,
                                      where.target,
                                      " HTTP/1.1\r\nHost: "sv,
-                                     where.host_header,
+                                     where.origin->host_header,
                                      "\r\n"sv,
                                      request.header_lines,
                                      with_length ? "Content-Length: "sv : ""sv,
@@ -101,7 +101,7 @@ void h1_client::start(std::uint64_t id, transfer_request&& request, downstream_c
   running_.emplace(id, t);
   // At least 1 ms; the one timer bounds connect, send and a trickling body together.
   const auto timeout = std::chrono::microseconds{std::max(request.timeout, std::chrono::milliseconds{1})};
-  if (offer_h2 && t->where.tls)
+  if (offer_h2 && t->where.origin->tls)
     return start_offering(t, std::move(request), timeout);
   arm_call_timer(t, timeout, request.slow_after, std::move(request.slow),
                  [this, t] { fail(*t, transfer_error::timeout, "the transfer's timeout passed"); });
@@ -109,7 +109,7 @@ void h1_client::start(std::uint64_t id, transfer_request&& request, downstream_c
 }
 
 void h1_client::reuse_or_connect(const std::shared_ptr<transfer>& t) {
-  if (auto idle = pool_.take_h1(t->where.key)) {
+  if (auto idle = pool_.take_h1(t->where.origin->key)) {
     t->conn = std::move(idle);
     t->reused = true;
     return send(t);
@@ -129,33 +129,33 @@ void h1_client::abandon(std::uint64_t id) {
   if (t->conn)
     t->conn->close(); // the downstream sees the connection close
   if (t->offer && t->offer->probing)
-    probe_lost(t->where.key);
+    probe_lost(t->where.origin->key);
 }
 
 void h1_client::connect(const std::shared_ptr<transfer>& t) {
   const bool probe = t->offer != nullptr; // (only a probing transfer connects with an offer)
   t->conn = std::make_unique<origin_connection>(loop_, tls_context_for(t->where, probe ? tls_h2_ : tls_, probe),
-                                                t->where.tls);
-  t->conn->key = t->where.key;
-  t->conn->endpoint = t->where.endpoint;
-  h1_link::made(t->conn->link, h1_link::bounds_of(t->where.endpoint, pool_.bounds().links), link_machine::clock::now());
+                                                t->where.origin->tls);
+  t->conn->key = t->where.origin->key;
+  t->conn->endpoint = t->where.origin->endpoint;
+  h1_link::made(t->conn->link, h1_link::bounds_of(t->where.origin->endpoint, pool_.bounds().links), link_machine::clock::now());
   t->reused = false;
   error_code ec;
-  const auto address = asio::ip::make_address(t->where.host, ec);
+  const auto address = asio::ip::make_address(t->where.origin->host, ec);
   if (!ec) { // an IP address: no lookup
-    const tcp::endpoint endpoint{address, static_cast<unsigned short>(*parse_port(t->where.port))};
-    if (!t->where.tls)
+    const tcp::endpoint endpoint{address, static_cast<unsigned short>(*parse_port(t->where.origin->port))};
+    if (!t->where.origin->tls)
       return connect_and_send(t, endpoint);
     return t->conn->lowest().async_connect(endpoint, [this, t](const error_code& cec) {
       connected(t, cec);
     });
   }
   // On the name's own thread (name_lookups.hpp): a name that never resolves delays no other.
-  lookups_.resolve(t->where.host, t->where.port, loop_, [this, t](const error_code& rec, name_lookups::endpoints found) {
+  lookups_.resolve(t->where.origin->host, t->where.origin->port, loop_, [this, t](const error_code& rec, name_lookups::endpoints found) {
     if (t->finished)
       return;
     if (rec)
-      return fail(*t, transfer_error::connect, "could not resolve " + t->where.host + ": " + rec.message());
+      return fail(*t, transfer_error::connect, "could not resolve " + t->where.origin->host + ": " + rec.message());
     asio::async_connect(t->conn->lowest(), found, [this, t](const error_code& cec, const tcp::endpoint&) {
       connected(t, cec);
     });
@@ -182,7 +182,7 @@ void h1_client::connected(const std::shared_ptr<transfer>& t, const error_code& 
   if (t->finished)
     return;
   if (ec)
-    return fail(*t, transfer_error::connect, "could not connect to " + t->where.key + ": " + ec.message());
+    return fail(*t, transfer_error::connect, "could not connect to " + t->where.origin->key + ": " + ec.message());
   error_code ignored;
   t->conn->lowest().set_option(tcp::no_delay(true), ignored);
   if (!t->conn->tls_stream)
@@ -193,7 +193,7 @@ void h1_client::connected(const std::shared_ptr<transfer>& t, const error_code& 
     if (t->finished)
       return;
     if (hec)
-      return fail(*t, transfer_error::connect, "TLS handshake with " + t->where.key + " failed: " + hec.message());
+      return fail(*t, transfer_error::connect, "TLS handshake with " + t->where.origin->key + " failed: " + hec.message());
     if (t->offer)
       return alpn_answered(t);
     send(t);
@@ -243,7 +243,7 @@ void h1_client::read_some(const std::shared_ptr<transfer>& t) {
   // As Beast's own reads size them: what the buffer has spare, at least 512, at most 64 KiB.
   const auto room = boost::beast::read_size(buffer, 65536);
   if (room == 0)
-    return fail(*t, transfer_error::protocol, "malformed response from " + t->where.key + ": buffer full");
+    return fail(*t, transfer_error::protocol, "malformed response from " + t->where.origin->key + ": buffer full");
   with_stream(*t->conn, [&](auto& stream) {
     stream.async_read_some(buffer.prepare(room), [this, t](error_code ec, std::size_t n) {
       if (t->finished)
@@ -279,7 +279,7 @@ void h1_client::parse(const std::shared_ptr<transfer>& t) {
       if (parser.is_header_done()) {
         if (!head_within_cap(t->head_bytes))
           return fail(*t, transfer_error::protocol,
-                      "malformed response from " + t->where.key + ": header limit exceeded");
+                      "malformed response from " + t->where.origin->key + ": header limit exceeded");
         parser.eager(true); // the head is checked: the body is parsed as far as it has come
       }
     }
@@ -301,7 +301,7 @@ void h1_client::lost_connection(const std::shared_ptr<transfer>& t, const error_
     t->conn->close();
     return connect(t);
   }
-  fail(*t, transfer_error::connect, "connection to " + t->where.key + " lost: " + ec.message());
+  fail(*t, transfer_error::connect, "connection to " + t->where.origin->key + " lost: " + ec.message());
 }
 
 void h1_client::read_failed(const std::shared_ptr<transfer>& t, const error_code& ec) {
@@ -311,11 +311,11 @@ void h1_client::read_failed(const std::shared_ptr<transfer>& t, const error_code
   case read_failure::lost_before_answer:
     return lost_connection(t, ec);
   case read_failure::malformed:
-    return fail(*t, transfer_error::protocol, "malformed response from " + t->where.key + ": " + ec.message());
+    return fail(*t, transfer_error::protocol, "malformed response from " + t->where.origin->key + ": " + ec.message());
   case read_failure::ended:
     break;
   }
-  fail(*t, transfer_error::connect, "connection to " + t->where.key + " ended: " + ec.message());
+  fail(*t, transfer_error::connect, "connection to " + t->where.origin->key + " ended: " + ec.message());
 }
 
 void h1_client::answered(const std::shared_ptr<transfer>& t) {
@@ -353,7 +353,7 @@ void h1_client::finish(transfer& t) {
   t.ticket.release();
   running_.erase(t.id);
   if (t.offer && t.offer->probing)
-    probe_lost(t.where.key);
+    probe_lost(t.where.origin->key);
 }
 
 } // namespace gather::downstream_loop

@@ -48,8 +48,8 @@ void h2_client::start(std::uint64_t id, stream_request request, std::shared_ptr<
   running_.emplace(id, call);
   if (!where)
     return fail_now(call, stream_ending::protocol, "not an http or https URL");
-  if (where->endpoint && where->endpoint->address.empty())
-    return fail_now(call, stream_ending::connection, where->endpoint->detail);
+  if (where->origin->endpoint && where->origin->endpoint->address.empty())
+    return fail_now(call, stream_ending::connection, where->origin->endpoint->detail);
   for (const auto& [name, value] : call->request.headers) {
     const bool upper = std::any_of(name.begin(), name.end(), [](char c) { return std::isupper(static_cast<unsigned char>(c)); });
     if (name.empty() || name[0] == ':' || upper || is_connection_specific(name))
@@ -65,7 +65,7 @@ void h2_client::drain_retired() {
   std::vector<std::shared_ptr<h2_link>> retired;
   pool_.each([&](const std::string&, downstream_pool::origin& origin) {
     origin.h2.each([&](auto& link) {
-      if (const auto& endpoint = link->where().endpoint; endpoint && endpoint->retired.load(std::memory_order_relaxed))
+      if (const auto& endpoint = link->where().origin->endpoint; endpoint && endpoint->retired.load(std::memory_order_relaxed))
         retired.push_back(link);
     });
   });
@@ -88,24 +88,24 @@ void h2_client::arm(const std::shared_ptr<h2_call>& call) {
     const bool silent = link && !link->heard_from_server();
     end(call, {stream_ending::timeout, 0, "the call's timeout passed"});
     if (silent && !link->closed())
-      link->shut("no SETTINGS from " + call->where.key + " within a call's timeout");
+      link->shut("no SETTINGS from " + call->where.origin->key + " within a call's timeout");
   };
   arm_call_timer(call, timeout, call->request.slow_after, std::move(call->request.slow), std::move(on_timeout));
 }
 
 void h2_client::place(const std::shared_ptr<h2_call>& call, const h2_link* exclude) {
-  auto& origin = pool_.at(call->where.key).h2;
+  auto& origin = pool_.at(call->where.origin->key).h2;
   for (const auto state : {link_state::ready, link_state::connecting}) {
     const auto list = origin[state]; // a copy: add() may move the link to another list
     for (auto& link : list)
       if (link.get() != exclude && link->has_room() && link->add(call))
         return;
   }
-  if (call->where.tls && pool_.speaks_h1(call->where.key, link_machine::clock::now()))
+  if (call->where.origin->tls && pool_.speaks_h1(call->where.origin->key, link_machine::clock::now()))
     return fail_now(call, stream_ending::connection,
-                    call->where.key + " chose HTTP/1.1 by ALPN (remembered for downstream_alpn_memory_ms): no h2");
+                    call->where.origin->key + " chose HTTP/1.1 by ALPN (remembered for downstream_alpn_memory_ms): no h2");
   auto link = std::make_shared<h2_link>(*this, loop_, tls_, call->where, pool_.bounds().links);
-  pool_.at(call->where.key).h2.add(link_state::connecting, link); // (a link that closed above may have taken `origin`)
+  pool_.at(call->where.origin->key).h2.add(link_state::connecting, link); // (a link that closed above may have taken `origin`)
   if (!link->add(call))
     return end(call, {stream_ending::protocol, 0, "the HTTP/2 session refused the request"});
   link->open(lookups_);
@@ -113,7 +113,7 @@ void h2_client::place(const std::shared_ptr<h2_call>& call, const h2_link* exclu
 
 void h2_client::adopt(std::unique_ptr<origin_connection> conn, const origin_and_target& where) {
   auto link = std::make_shared<h2_link>(*this, loop_, tls_, where, pool_.bounds().links);
-  pool_.at(where.key).h2.add(link_state::connecting, link);
+  pool_.at(where.origin->key).h2.add(link_state::connecting, link);
   link->adopt(std::move(conn));
 }
 
@@ -149,7 +149,7 @@ void h2_client::refused(const std::shared_ptr<h2_call>& call, const h2_link* fro
     return;
   if (++call->resends > max_resends)
     return end(call, {stream_ending::refused, h2_code::refused_stream,
-                      "refused by " + call->where.key + " " + std::to_string(call->resends) + " times (" + why + ")"});
+                      "refused by " + call->where.origin->key + " " + std::to_string(call->resends) + " times (" + why + ")"});
   // A fresh call on the stream's side: nothing of the refused one reached the events.
   call->head = stream_head{};
   call->trailers.clear();
@@ -159,7 +159,7 @@ void h2_client::refused(const std::shared_ptr<h2_call>& call, const h2_link* fro
 }
 
 void h2_client::moved(h2_link& link, link_state from, link_state to) {
-  const auto& key = link.where().key;
+  const auto& key = link.where().origin->key;
   auto* origin = pool_.find(key);
   if (!origin)
     return;
@@ -175,10 +175,10 @@ void h2_client::idle(h2_link& link) {
       return;
     // Kept while it is the only ready link of its origin (and its endpoint has not left its
     // upstream); else closed (GOAWAY).
-    const auto& endpoint = keep->where().endpoint;
+    const auto& endpoint = keep->where().origin->endpoint;
     if (endpoint && endpoint->retired.load(std::memory_order_relaxed))
       return keep->shut("its endpoint left the upstream");
-    const auto* origin = pool_.find(keep->where().key);
+    const auto* origin = pool_.find(keep->where().origin->key);
     if (!origin)
       return;
     const auto& ready = origin->h2[link_state::ready];

@@ -27,10 +27,10 @@ constexpr std::size_t write_bytes = 64 * 1024;
 h2_link::h2_link(h2_client& owner, asio::io_context& loop, asio::ssl::context& tls, const origin_and_target& where,
                  const link_bounds& bounds)
   : owner_(owner), loop_(loop), where_(where),
-    conn_(std::make_unique<origin_connection>(loop, tls_context_for(where, tls, true), where.tls)),
-    in_(read_bytes), machine_(where.endpoint ? where.endpoint->bounds : bounds, link_machine::clock::now()), timer_(loop) {
-  conn_->key = where.key;
-  conn_->endpoint = where.endpoint;
+    conn_(std::make_unique<origin_connection>(loop, tls_context_for(where, tls, true), where.origin->tls)),
+    in_(read_bytes), machine_(where.origin->endpoint ? where.origin->endpoint->bounds : bounds, link_machine::clock::now()), timer_(loop) {
+  conn_->key = where.origin->key;
+  conn_->endpoint = where.origin->endpoint;
   codec_ = new_codec();
   machine_.watch([this](link_state from, link_state to) { owner_.moved(*this, from, to); });
 }
@@ -46,14 +46,14 @@ h2_link::~h2_link() {
 void h2_link::open(name_lookups& lookups) {
   auto self = shared_from_this();
   error_code ec;
-  const auto address = asio::ip::make_address(where_.host, ec);
+  const auto address = asio::ip::make_address(where_.origin->host, ec);
   if (!ec)
-    return connect_to({address, static_cast<unsigned short>(*parse_port(where_.port))});
-  lookups.resolve(where_.host, where_.port, loop_, [self](const error_code& rec, name_lookups::endpoints found) {
+    return connect_to({address, static_cast<unsigned short>(*parse_port(where_.origin->port))});
+  lookups.resolve(where_.origin->host, where_.origin->port, loop_, [self](const error_code& rec, name_lookups::endpoints found) {
     if (self->closed())
       return;
     if (rec)
-      return self->broken(stream_ending::connection, "could not resolve " + self->where_.host + ": " + rec.message());
+      return self->broken(stream_ending::connection, "could not resolve " + self->where_.origin->host + ": " + rec.message());
     asio::async_connect(self->conn_->lowest(), found, [self](const error_code& cec, const tcp::endpoint&) {
       self->connected(cec);
     });
@@ -69,7 +69,7 @@ void h2_link::connected(const error_code& ec) {
   if (closed())
     return;
   if (ec)
-    return broken(stream_ending::connection, "could not connect to " + where_.key + ": " + ec.message());
+    return broken(stream_ending::connection, "could not connect to " + where_.origin->key + ": " + ec.message());
   error_code ignored;
   conn_->lowest().set_option(tcp::no_delay(true), ignored);
   if (!conn_->tls_stream)
@@ -81,7 +81,7 @@ void h2_link::connected(const error_code& ec) {
     if (self->closed())
       return;
     if (hec)
-      return self->broken(stream_ending::connection, "TLS handshake with " + self->where_.key + " failed: " + hec.message());
+      return self->broken(stream_ending::connection, "TLS handshake with " + self->where_.origin->key + " failed: " + hec.message());
     const unsigned char* chosen = nullptr;
     unsigned int size = 0;
     SSL_get0_alpn_selected(self->conn_->tls_stream->native_handle(), &chosen, &size);
@@ -90,8 +90,8 @@ void h2_link::connected(const error_code& ec) {
     // HTTP/1.1 (or no ALPN) on a link's own connection: only a call (a gRPC one, which needs h2)
     // opens an https link itself; a transfer's new connection is made by the pool's probe
     // (h1_alpn.cpp). Either way the answer is the pool's to remember.
-    self->owner_.chose_h1(self->where_.key);
-    self->broken(stream_ending::connection, self->where_.key + " did not choose h2 by ALPN");
+    self->owner_.chose_h1(self->where_.origin->key);
+    self->broken(stream_ending::connection, self->where_.origin->key + " did not choose h2 by ALPN");
   });
 }
 
@@ -149,7 +149,7 @@ void h2_link::flush() {
       // the session has nothing more to do.
       const auto& failure = codec_->failure();
       if (failure.kind != http2::h2_failure::none)
-        return broken(stream_ending::protocol, "HTTP/2 connection error from " + where_.key + ": " + failure.text);
+        return broken(stream_ending::protocol, "HTTP/2 connection error from " + where_.origin->key + ": " + failure.text);
       broken(stream_ending::connection, "the HTTP/2 session ended");
     }
     return;
@@ -162,7 +162,7 @@ void h2_link::flush() {
       if (self->closed())
         return;
       if (ec)
-        return self->broken(stream_ending::connection, "connection to " + self->where_.key + " lost: " + ec.message());
+        return self->broken(stream_ending::connection, "connection to " + self->where_.origin->key + " lost: " + ec.message());
       self->flush();
     });
   });
@@ -176,7 +176,7 @@ void h2_link::read() {
         return;
       if (ec)
         return self->broken(stream_ending::connection,
-                            "connection to " + self->where_.key +
+                            "connection to " + self->where_.origin->key +
                                 (ec == asio::error::eof ? " closed by the server" : " lost: " + ec.message()));
       const bool ok = self->codec_->receive(reinterpret_cast<const std::uint8_t*>(self->in_.data()), n);
       if (self->closed())
@@ -186,7 +186,7 @@ void h2_link::read() {
         // then the connection closes.
         self->machine_.drain(link_machine::clock::now());
         self->flush();
-        return self->broken(stream_ending::protocol, "HTTP/2 connection error from " + self->where_.key + ": " +
+        return self->broken(stream_ending::protocol, "HTTP/2 connection error from " + self->where_.origin->key + ": " +
                                                          self->codec_->failure().text);
       }
       self->flush();
@@ -264,7 +264,7 @@ void h2_link::check() {
       return shut("no stream left on a draining connection");
     case link_due::quiet:
       return broken(stream_ending::connection,
-                    "no frame from " + where_.key + " for downstream_drain_quiet_ms on a connection going away");
+                    "no frame from " + where_.origin->key + " for downstream_drain_quiet_ms on a connection going away");
   }
   maybe_idle();
   if (!closed())

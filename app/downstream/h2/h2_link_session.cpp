@@ -212,8 +212,8 @@ bool h2_link::submit(const std::shared_ptr<h2_call>& call) {
   const auto& req = call->request;
   fields_.clear();
   fields_.push_back({":method", req.method});
-  fields_.push_back({":scheme", where.tls ? "https" : "http"});
-  fields_.push_back({":authority", where.host_header});
+  fields_.push_back({":scheme", where.origin->tls ? "https" : "http"});
+  fields_.push_back({":authority", where.origin->host_header});
   fields_.push_back({":path", where.target});
   for (const auto& [name, value] : req.headers)
     fields_.push_back({name, value});

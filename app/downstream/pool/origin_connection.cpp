@@ -29,9 +29,9 @@ void verify_host(asio::ssl::stream<tcp::socket>& stream, const std::string& host
 }
 
 asio::ssl::context& tls_context_for(const origin_and_target& where, asio::ssl::context& fallback, bool http2) {
-  if (!where.endpoint || !where.endpoint->tls)
+  if (!where.origin->endpoint || !where.origin->endpoint->tls)
     return fallback;
-  return http2 ? *where.endpoint->tls->http2 : *where.endpoint->tls->http1;
+  return http2 ? *where.origin->endpoint->tls->http2 : *where.origin->endpoint->tls->http1;
 }
 
 } // namespace gather::downstream_loop

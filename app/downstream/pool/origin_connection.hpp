@@ -58,7 +58,7 @@ asio::ssl::context& tls_context_for(const origin_and_target& where, asio::ssl::c
 
 /// The name TLS sends as SNI and checks in the certificate for `where`.
 inline const std::string& tls_name_of(const origin_and_target& where) {
-  return where.tls_name.empty() ? where.host : where.tls_name;
+  return where.origin->tls_name.empty() ? where.origin->host : where.origin->tls_name;
 }
 
 

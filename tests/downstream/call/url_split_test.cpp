@@ -13,14 +13,16 @@ using namespace gather;
 namespace {
 
 void require_same_split(const origin_and_target& a, const origin_and_target& b) {
-  CHECK(a.tls == b.tls);
-  CHECK(a.host == b.host);
-  CHECK(a.port == b.port);
+  REQUIRE(a.origin);
+  REQUIRE(b.origin);
+  CHECK(a.origin->tls == b.origin->tls);
+  CHECK(a.origin->host == b.origin->host);
+  CHECK(a.origin->port == b.origin->port);
   CHECK(a.target == b.target);
-  CHECK(a.key == b.key);
-  CHECK(a.host_header == b.host_header);
-  CHECK(a.tls_name == b.tls_name);
-  CHECK(a.endpoint == b.endpoint);
+  CHECK(a.origin->key == b.origin->key);
+  CHECK(a.origin->host_header == b.origin->host_header);
+  CHECK(a.origin->tls_name == b.origin->tls_name);
+  CHECK(a.origin->endpoint == b.origin->endpoint);
 }
 
 } // namespace
@@ -29,8 +31,7 @@ TEST_CASE("a template's origin split once gives what the whole URL's split gives
   const auto origin = split_template_origin("http://Api.Example:8080/items/{capture.id}?q={query.q}");
   REQUIRE(origin);
   CHECK(origin->prefix == "http://Api.Example:8080");
-  CHECK(origin->where.key == "http://api.example:8080");
-  CHECK(origin->where.target.empty());
+  CHECK(origin->origin->key == "http://api.example:8080");
   for (const std::string url : {"http://Api.Example:8080/items/7?q=a%20b", "http://Api.Example:8080",
                                 "http://Api.Example:8080?x=1", "http://Api.Example:8080/"}) {
     INFO(url);
@@ -39,13 +40,14 @@ TEST_CASE("a template's origin split once gives what the whole URL's split gives
     REQUIRE(whole);
     REQUIRE(pre);
     require_same_split(*pre, *whole);
+    CHECK(pre->origin == origin->origin); // shared, not copied per call
   }
   const auto tls = split_template_origin("https://[::1]/v1");
   REQUIRE(tls);
   const auto pre = split_url("https://[::1]/v1?a", nullptr, tls.get());
   REQUIRE(pre);
   require_same_split(*pre, *split_url("https://[::1]/v1?a"));
-  CHECK(pre->port == "443");
+  CHECK(pre->origin->port == "443");
 }
 
 TEST_CASE("a template whose origin cannot be split once splits each URL whole", "[unit][downstream][url]") {
@@ -57,8 +59,8 @@ TEST_CASE("a template whose origin cannot be split once splits each URL whole", 
   // No origin: the URL rendered with a host still goes where it says.
   const auto whole = split_url("http://127.0.0.2:81/x", nullptr, nullptr);
   REQUIRE(whole);
-  CHECK(whole->host == "127.0.0.2");
-  CHECK(whole->key == "http://127.0.0.2:81");
+  CHECK(whole->origin->host == "127.0.0.2");
+  CHECK(whole->origin->key == "http://127.0.0.2:81");
 }
 
 TEST_CASE("a URL that does not start with the split origin is split whole", "[unit][downstream][url]") {
@@ -84,9 +86,9 @@ TEST_CASE("an upstream's target wins over a split origin", "[unit][downstream][u
   target->pool_key = "orders|127.0.0.3:9000|";
   const auto where = split_url("http://orders/v1/7", target, origin.get());
   REQUIRE(where);
-  CHECK(where->host == "127.0.0.3");
-  CHECK(where->port == "9000");
-  CHECK(where->key == "http://orders|127.0.0.3:9000|");
+  CHECK(where->origin->host == "127.0.0.3");
+  CHECK(where->origin->port == "9000");
+  CHECK(where->origin->key == "http://orders|127.0.0.3:9000|");
   CHECK(where->target == "/v1/7");
-  CHECK(where->endpoint == target);
+  CHECK(where->origin->endpoint == target);
 }
