@@ -137,7 +137,7 @@ void start_attempt(batch_ptr self, std::size_t c) {
   call.upstream = serving.batch_upstream(st.job->route_index);
   call.deadline_header = serving.deadline_header();
   static const std::string none;
-  call.header_lines = call_header_lines(st.headers, grpc ? none : serving.deadline_header(), // gRPC: grpc-timeout
+  call.header_lines = call_header_lines(st.header_lines, grpc ? none : serving.deadline_header(), // gRPC: grpc-timeout
                                         batch.timeout, st.deadline - now);
   static const std::string span_name = "batch";
   runner.launch(std::move(call), call_labels{&services.spans, &span_name, nullptr},
@@ -268,8 +268,7 @@ caf::behavior batch_coordinator(caf::stateful_actor<batch_coordinator_state>* se
   st.job = std::move(job);
   const auto& batch = batch_of(st);
   st.deadline = st.job->deadline;
-  st.headers = downstream_headers(batch.forward_headers, st.job->inbound);
-  drop_header(st.headers, st.job->serving->deadline_header());
+  st.header_lines = downstream_header_lines(batch.forward_headers, st.job->inbound, st.job->serving->deadline_header());
   st.budget = &st.job->serving->guards.batch_budget(st.job->route_index);
   st.phases.assign(calls, phase::waiting);
   st.outcomes.resize(calls);

@@ -230,8 +230,13 @@ void launch(coordinator_ptr self, std::size_t i) {
   }
   if (!url)
     return finish(st, i, skipped("a field the url reads is absent or not a scalar"));
-  auto made = make_section_call(section, st.job->route_index, i, std::move(*url), st.job->inbound,
-                                st.deadline, st.progress, *st.job->serving);
+  if (!st.lines_for || *st.lines_for != section.forward_headers) {
+    st.header_lines = downstream_header_lines(section.forward_headers, st.job->inbound,
+                                              st.job->serving->deadline_header());
+    st.lines_for = &section.forward_headers;
+  }
+  auto made = make_section_call(section, st.job->route_index, i, std::move(*url), st.header_lines,
+                                st.job->inbound, st.deadline, st.progress, *st.job->serving);
   auto& call = *made;
   if (grpc) { // the key was made from the message; the call goes to the target
     call.work.url = section.grpc->target;

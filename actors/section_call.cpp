@@ -34,7 +34,7 @@ std::size_t write_deadline_line(char* out, const std::string& name, millis call_
 } // namespace
 
 std::unique_ptr<section_call> make_section_call(const section_config& section, std::size_t route,
-                                                std::size_t index, std::string url,
+                                                std::size_t index, std::string url, std::string header_lines,
                                                 const inbound_request& in, steady_time deadline,
                                                 std::shared_ptr<request_progress> progress,
                                                 const serving_config& serving) {
@@ -42,12 +42,8 @@ std::unique_ptr<section_call> make_section_call(const section_config& section, s
   auto& call = *made;
   auto& work = call.work;
   work.url = std::move(url);
-  work.headers = downstream_headers(section.forward_headers, in);
-  if (!serving.deadline_header().empty()) {
-    // The gateway's own value replaces a forwarded one of the same name (docs/resilience.md).
-    work.deadline_header = serving.deadline_header();
-    drop_header(work.headers, work.deadline_header);
-  }
+  work.header_lines = std::move(header_lines);
+  work.deadline_header = serving.deadline_header();
   work.timeout_ms = section.timeout.count();
   work.attempts = section.retry.attempts;
   work.backoff_ms = section.retry.backoff.count();
@@ -60,7 +56,7 @@ std::unique_ptr<section_call> make_section_call(const section_config& section, s
   call.route = route;
   call.index = index;
   call.name = section.name;
-  if (in.trace.started()) // the traceparent line downstream_headers wrote
+  if (in.trace.started()) // the traceparent line downstream_header_lines wrote
     call.trace = traceparent{in.trace.trace_id, in.trace.span_id, in.trace.sampled};
   call.deadline = deadline;
   call.progress = std::move(progress);
@@ -106,12 +102,12 @@ call_description call_request_of(const section_call& call, millis left, steady_t
     request.body = work.body;
   }
   static const std::string none; // gRPC says it in grpc-timeout
-  request.header_lines = call_header_lines(work.headers, call.grpc ? none : work.deadline_header, left,
+  request.header_lines = call_header_lines(work.header_lines, call.grpc ? none : work.deadline_header, left,
                                            call.deadline - now);
   return request;
 }
 
-std::string call_header_lines(const std::vector<std::string>& headers, const std::string& deadline_header,
+std::string call_header_lines(std::string_view lines, const std::string& deadline_header,
                               millis call_timeout, std::chrono::nanoseconds left) {
   // The deadline line is written on the stack (a header name is short; a longer one spills to
   // the heap): every call's line was a string allocated only to be copied into the block.
@@ -126,7 +122,7 @@ std::string call_header_lines(const std::vector<std::string>& headers, const std
     }
     deadline_line = {out, write_deadline_line(out, deadline_header, call_timeout, left)};
   }
-  return header_block(headers, deadline_line);
+  return header_block(lines, deadline_line);
 }
 
 } // namespace gather

@@ -146,10 +146,7 @@ bool origin_allowed(worker_ptr self) {
   std::string origin;
   if (st.services->origins.allows(st.call->work.url, origin))
     return true;
-  std::string request_id;
-  for (const auto& header : st.call->work.headers)
-    if (header.size() > 14 && strncasecmp(header.c_str(), "X-Request-Id: ", 14) == 0)
-      request_id = header.substr(14);
+  const std::string request_id{header_value(st.call->work.header_lines, "X-Request-Id")};
   nlohmann::json line = {{"event", "origin_refused"}, {"origin", origin}, {"request_id", request_id},
                          {"detail", "not allowed on this node (--allow): no call made"}};
   write_log_line(line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));

@@ -20,10 +20,10 @@ std::optional<section_outcome> prepare_write(section_call& call, const section_c
   work.pass_errors = write.pass_errors;
   const auto left = std::chrono::duration_cast<millis>(call.deadline - std::chrono::steady_clock::now());
   work.timeout_ms = std::max<std::int64_t>(1, std::min<std::int64_t>(work.timeout_ms, left.count()));
-  drop_header(work.headers, idempotency_key); // forwarded as the client sent it, once
+  drop_header(work.header_lines, idempotency_key); // forwarded as the client sent it, once
   const auto key = in.header_value(idempotency_key);
   if (!key.empty() && std::none_of(key.begin(), key.end(), [](char c) { return c == '\r' || c == '\n' || c == '\0'; }))
-    work.headers.push_back("Idempotency-Key: " + key);
+    add_header(work.header_lines, "Idempotency-Key", key);
   if (write.grpc)
     return std::nullopt;
   work.method = write.method;
@@ -41,16 +41,16 @@ std::optional<section_outcome> prepare_write(section_call& call, const section_c
   } else {
     work.body = in.body_text; // byte for byte
   }
-  drop_header(work.headers, "content-type"); // the body's own, never a forwarded one
+  drop_header(work.header_lines, "content-type"); // the body's own, never a forwarded one
   if (!work.body.empty())
-    work.headers.push_back("Content-Type: application/json");
+    add_header(work.header_lines, "Content-Type", "application/json");
   return std::nullopt;
 }
 
 void keep_idempotency_key_from_reads(section_call& call, const section_config& section) {
   if (std::find(section.forward_headers.begin(), section.forward_headers.end(), idempotency_key) !=
       section.forward_headers.end())
-    drop_header(call.work.headers, idempotency_key);
+    drop_header(call.work.header_lines, idempotency_key);
 }
 
 } // namespace gather

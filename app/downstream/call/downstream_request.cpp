@@ -70,27 +70,23 @@ std::string field_value(std::string value) {
 
 } // namespace
 
-std::vector<std::string> downstream_headers(const std::vector<std::string>& forward_headers,
-                                            const inbound_request& in) {
-  // Room for the lines every call adds later (the deadline header), so no step regrows it.
-  std::vector<std::string> headers;
-  headers.reserve(4 + forward_headers.size() + in.claim_headers.size());
-  auto& id = headers.emplace_back();
-  id.reserve(14 + in.request_id.size());
-  id += "X-Request-Id: ";
-  id += in.request_id;
-  headers.emplace_back("Accept: application/json");
+std::string downstream_header_lines(const std::vector<std::string>& forward_headers, const inbound_request& in,
+                                    std::string_view replaced) {
+  constexpr std::string_view id_name = "X-Request-Id: ", accept = "Accept: application/json\r\n",
+                             trace_name = "traceparent: ";
+  std::string lines;
+  lines.reserve(id_name.size() + in.request_id.size() + 2 + accept.size() + trace_name.size() + traceparent_size + 2);
+  lines.append(id_name).append(in.request_id).append("\r\n").append(accept);
   if (in.trace.started()) {
-    constexpr std::string_view name = "traceparent: ";
-    auto& line = headers.emplace_back(name.size() + traceparent_size, ' ');
-    std::copy(name.begin(), name.end(), line.begin());
-    write_traceparent(line.data() + name.size(), in.trace.trace_id, in.trace.span_id, in.trace.sampled);
+    const auto at = lines.size() + trace_name.size();
+    lines.append(trace_name).append(traceparent_size, ' ').append("\r\n");
+    write_traceparent(lines.data() + at, in.trace.trace_id, in.trace.span_id, in.trace.sampled);
   }
   const auto add = [&](const std::string& name) {
     if (name == "traceparent")
       return;
     for (auto [it, end] = in.headers.equal_range(name); it != end; ++it)
-      headers.push_back(name + ": " + field_value(it->second));
+      add_header(lines, name, field_value(it->second));
   };
   if (in.claim_headers.empty()) { // the common case: no copy of the names
     for (const auto& name : forward_headers)
@@ -99,28 +95,74 @@ std::vector<std::string> downstream_headers(const std::vector<std::string>& forw
     for (const auto& name : forwarded_names(forward_headers, in))
       add(name);
   }
-  return headers;
+  if (!replaced.empty())
+    drop_header(lines, replaced);
+  return lines;
 }
 
-std::string header_block(const std::vector<std::string>& lines, std::string_view last) {
-  std::size_t size = last.empty() ? 0 : last.size() + 2;
-  for (const auto& line : lines)
-    size += line.size() + 2;
+std::string header_block(std::string_view lines, std::string_view last) {
   // Written in place at its final size: an append per line and per CRLF (a call into libstdc++
   // each) was ~590 instructions a call for S1's four lines (bench/callgrind.sh 4 200).
-  std::string block(size, '\0');
-  char* at = block.data();
-  const auto put = [&at](std::string_view text) {
-    text.copy(at, text.size());
-    at += text.size();
+  std::string block(lines.size() + (last.empty() ? 0 : last.size() + 2), '\0');
+  char* at = block.data() + lines.copy(block.data(), lines.size());
+  if (!last.empty()) {
+    at += last.copy(at, last.size());
     *at++ = '\r';
-    *at++ = '\n';
-  };
-  for (const auto& line : lines)
-    put(line);
-  if (!last.empty())
-    put(last);
+    *at = '\n';
+  }
   return block;
+}
+
+void add_header(std::string& lines, std::string_view name, std::string_view value) {
+  lines.append(name).append(": ").append(value).append("\r\n");
+}
+
+namespace {
+
+/// Calls `f(line_start, line_end)` (the end before its CRLF) for each line of `lines` until it
+/// returns true.
+template <class F>
+void each_line(std::string_view lines, F f) {
+  for (std::size_t at = 0; at < lines.size();) {
+    auto end = lines.find("\r\n", at);
+    if (end == std::string_view::npos)
+      end = lines.size();
+    if (f(at, end))
+      return;
+    at = end + 2;
+  }
+}
+
+bool named(std::string_view line, std::string_view name) {
+  return line.size() > name.size() && line[name.size()] == ':' &&
+         strncasecmp(line.data(), name.data(), name.size()) == 0;
+}
+
+} // namespace
+
+void drop_header(std::string& lines, std::string_view name) {
+  for (std::size_t at = 0; at < lines.size();) { // in place: most blocks have no such line
+    auto end = lines.find("\r\n", at);
+    end = end == std::string::npos ? lines.size() : end + 2;
+    if (named(std::string_view{lines}.substr(at, end - at), name))
+      lines.erase(at, end - at);
+    else
+      at = end;
+  }
+}
+
+std::string_view header_value(std::string_view lines, std::string_view name) {
+  std::string_view value;
+  each_line(lines, [&](std::size_t at, std::size_t end) {
+    const auto line = lines.substr(at, end - at);
+    if (!named(line, name))
+      return false;
+    value = line.substr(name.size() + 1);
+    while (!value.empty() && (value.front() == ' ' || value.front() == '\t'))
+      value.remove_prefix(1);
+    return true;
+  });
+  return value;
 }
 
 std::vector<std::string> forwarded_names(const std::vector<std::string>& forward_headers,
@@ -132,13 +174,5 @@ std::vector<std::string> forwarded_names(const std::vector<std::string>& forward
   return names;
 }
 
-void drop_header(std::vector<std::string>& headers, const std::string& name) {
-  headers.erase(std::remove_if(headers.begin(), headers.end(),
-                               [&](const std::string& line) {
-                                 return line.size() > name.size() && line[name.size()] == ':' &&
-                                        strncasecmp(line.data(), name.data(), name.size()) == 0;
-                               }),
-                headers.end());
-}
 
 } // namespace gather

@@ -48,7 +48,7 @@ struct batch_coordinator_state {
 
   std::shared_ptr<const batch_job> job;
   steady_time deadline;
-  std::vector<std::string> headers;  ///< the same for every call
+  std::string header_lines;          ///< the same for every call (downstream_header_lines)
   std::vector<phase> phases;         ///< per call
   std::vector<section_outcome> outcomes;
   std::vector<steady_time> started;

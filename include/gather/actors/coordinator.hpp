@@ -63,6 +63,10 @@ struct coordinator_state {
   std::size_t open = 0;                  ///< sections not yet done
   std::shared_ptr<request_progress> progress; ///< shared with the workers
   std::shared_ptr<inflight_entry> inflight; ///< what /debug/actors shows of this request
+  /// The calls' header lines (downstream_header_lines), made for the first section that starts
+  /// and kept for every later one that forwards the same headers (`lines_for`).
+  std::string header_lines;
+  const std::vector<std::string>* lines_for = nullptr;
   /// A progressive answer's events (format ndjson or sse); `pending` holds those made before the
   /// head may leave (a required section still running), `opened` once it has.
   std::shared_ptr<progressive_answer> stream; ///< shared: complete only in coordinator.cpp

@@ -64,9 +64,10 @@ struct section_call {
 };
 
 /// Resolves section `index` of route `route` (in `serving`, the request's generation) for one
-/// request whose URL rendered to `url`; made where the worker's spawn takes it (section_worker).
+/// request whose URL rendered to `url`, its calls carrying `header_lines` (downstream_header_lines,
+/// the deadline header left out); made where the worker's spawn takes it (section_worker).
 std::unique_ptr<section_call> make_section_call(const section_config& section, std::size_t route,
-                                                std::size_t index, std::string url,
+                                                std::size_t index, std::string url, std::string header_lines,
                                                 const inbound_request& in, steady_time deadline,
                                                 std::shared_ptr<request_progress> progress,
                                                 const serving_config& serving);
@@ -75,11 +76,11 @@ std::unique_ptr<section_call> make_section_call(const section_config& section, s
 /// face (call_face.hpp) starts, its headers with the deadline header (gRPC: grpc-timeout instead).
 call_description call_request_of(const section_call& call, millis left, steady_time now);
 
-/// A call's header lines (header_block): `headers`, then, unless `deadline_header` is empty, its
+/// A call's header lines (header_block): `lines`, then, unless `deadline_header` is empty, its
 /// deadline line "Name: N" for a call that may take `call_timeout` with `left` until the
 /// request's deadline (the smaller of the two in whole milliseconds, at least 1). Sections and
 /// batch calls alike.
-std::string call_header_lines(const std::vector<std::string>& headers, const std::string& deadline_header,
+std::string call_header_lines(std::string_view lines, const std::string& deadline_header,
                               millis call_timeout, std::chrono::nanoseconds left);
 
 struct section_worker_state {

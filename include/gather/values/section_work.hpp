@@ -14,7 +14,9 @@ namespace gather {
 
 struct section_work {
   std::string url;                  ///< rendered and percent-encoded
-  std::vector<std::string> headers; ///< "Name: value"
+  /// Its calls' header lines, "Name: value\r\n" each (downstream_header_lines); each call adds
+  /// its deadline line.
+  std::string header_lines;
   std::int64_t timeout_ms = 0;      ///< per attempt
   std::int32_t attempts = 1;        ///< retry policy
   std::int64_t backoff_ms = 0;
@@ -44,7 +46,7 @@ struct section_work {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, section_work& x) {
-  return f(caf::meta::type_name("gather.section_work"), x.url, x.headers, x.timeout_ms, x.attempts,
+  return f(caf::meta::type_name("gather.section_work"), x.url, x.header_lines, x.timeout_ms, x.attempts,
            x.backoff_ms, x.multiplier, x.fields, x.max_items, x.max_response_bytes, x.budget_ms,
            x.deadline_header, x.http2, x.grpc_path, x.grpc_message, x.grpc_max_messages, x.method,
            x.body, x.write, x.pass_errors);

@@ -25,24 +25,34 @@ std::optional<std::string> inbound_value(const url_part& part, const inbound_req
 /// rest as text; nullopt for the parts that read something else.
 std::optional<nlohmann::json> inbound_json_value(const url_part& part, const inbound_request& in);
 
-/// "Name: value" lines for a downstream call: X-Request-Id (the response's), Accept, the request's
-/// traceparent (its trace, its SERVER span; each call replaces the span id with its own, see
-/// call_span.hpp), and every value of each of forwarded_names() (lower-case names) that `in`
-/// carries, with CR, LF and NUL in a value replaced by spaces (no value can add a header line).
-/// An inbound traceparent is never forwarded as it came: the gateway's own replaces it.
-/// `lines` ("Name: value" each) and then `last` (when not empty) as header lines on the wire, each
-/// ended by CRLF: one string, sized once.
-std::string header_block(const std::vector<std::string>& lines, std::string_view last = {});
+/// The header lines of a downstream call as they go on the wire, "Name: value\r\n" each:
+/// X-Request-Id (the response's), Accept, the request's traceparent (its trace, its SERVER span;
+/// each call replaces the span id with its own, see call_span.hpp), and every value of each of
+/// forwarded_names() (lower-case names) that `in` carries, with CR, LF and NUL in a value replaced
+/// by spaces (no value can add a header line). An inbound traceparent is never forwarded as it
+/// came: the gateway's own replaces it. The lines named `replaced` (the deadline header, whose
+/// value the gateway writes per call) are left out. Every section and batch call of a request
+/// that forwards the same headers carries the same lines: made once per request.
+std::string downstream_header_lines(const std::vector<std::string>& forward_headers, const inbound_request& in,
+                                    std::string_view replaced = {});
 
-std::vector<std::string> downstream_headers(const std::vector<std::string>& forward_headers,
-                                            const inbound_request& in);
+/// `lines` (header lines, each ended by CRLF) and then `last` (when not empty) as one more line:
+/// one string, sized once.
+std::string header_block(std::string_view lines, std::string_view last = {});
+
+/// Appends the line "Name: value" to `lines`.
+void add_header(std::string& lines, std::string_view name, std::string_view value);
+
+/// Removes the lines whose name is `name` (in any case) from `lines`.
+void drop_header(std::string& lines, std::string_view name);
+
+/// The value of the first line of `lines` named `name` (in any case); empty when none is.
+std::string_view header_value(std::string_view lines, std::string_view name);
 
 /// The inbound headers a downstream call carries: `forward_headers`, then the route's claim
 /// headers (in.claim_headers) not among them. The section cache keys by the same list.
 std::vector<std::string> forwarded_names(const std::vector<std::string>& forward_headers,
                                          const inbound_request& in);
 
-/// Removes the "Name: value" lines whose name is `name` (in any case).
-void drop_header(std::vector<std::string>& headers, const std::string& name);
 
 } // namespace gather
