@@ -12,7 +12,7 @@
 #include <functional>
 #include <utility>
 
-#include "call/call_timer.hpp"
+#include "gather/downstream/call/call_deadlines.hpp"
 
 namespace gather::downstream_loop {
 
@@ -28,8 +28,7 @@ void h1_client::start_offering(const std::shared_ptr<transfer>& t, transfer_requ
     };
   }
   request.slow = slow;
-  arm_call_timer(t, timeout, request.slow_after, std::move(slow),
-                 [this, t] { fail(*t, transfer_error::timeout, "the transfer's timeout passed"); });
+  arm_call(deadlines_, *t, timeout, request.slow_after, std::move(slow));
   t->offer = std::make_unique<alpn_offer>();
   t->offer->request = std::move(request);
   t->offer->started = std::chrono::steady_clock::now();
@@ -62,7 +61,7 @@ void h1_client::alpn_answered(const std::shared_ptr<transfer>& t) {
       if (w->finished)
         return;
       w->finished = true; // out of this client, with nothing told: it goes on as an HTTP/2 call
-      w->timer.cancel();
+      disarm_call(deadlines_, *w);
       running_.erase(w->id);
       auto& request = w->offer->request;
       const auto spent = std::chrono::duration_cast<std::chrono::microseconds>(now - w->offer->started);

@@ -31,7 +31,7 @@
 #include "gather/config/port.hpp"
 #include "gather/downstream/h1/h1_link.hpp"
 
-#include "call/call_timer.hpp"
+#include "gather/downstream/call/call_deadlines.hpp"
 #include "pool/retire_epoch.hpp"
 
 namespace gather::downstream_loop {
@@ -77,7 +77,7 @@ void h1_client::start(std::uint64_t id, transfer_request&& request, downstream_c
                       inflight_ticket ticket, bool offer_h2) {
   if (retire_epoch().load(std::memory_order_relaxed) != retire_seen_)
     close_retired();
-  auto t = std::make_shared<transfer>(loop_);
+  auto t = std::make_shared<transfer>();
   t->id = id;
   t->done = std::move(done);
   t->max_body_bytes = request.max_body_bytes;
@@ -103,9 +103,17 @@ void h1_client::start(std::uint64_t id, transfer_request&& request, downstream_c
   const auto timeout = std::chrono::microseconds{std::max(request.timeout, std::chrono::milliseconds{1})};
   if (offer_h2 && t->where.origin->tls)
     return start_offering(t, std::move(request), timeout);
-  arm_call_timer(t, timeout, request.slow_after, std::move(request.slow),
-                 [this, t] { fail(*t, transfer_error::timeout, "the transfer's timeout passed"); });
+  arm_call(deadlines_, *t, timeout, request.slow_after, std::move(request.slow));
   reuse_or_connect(t);
+}
+
+void h1_client::came_due(std::uint64_t id, call_deadlines::step what) {
+  const auto it = running_.find(id);
+  if (it == running_.end())
+    return;
+  const auto t = it->second; // held: its failure takes it out of running_
+  downstream_loop::came_due(deadlines_, *t, what,
+                            [&] { fail(*t, transfer_error::timeout, "the transfer's timeout passed"); });
 }
 
 void h1_client::reuse_or_connect(const std::shared_ptr<transfer>& t) {
@@ -125,7 +133,7 @@ void h1_client::abandon(std::uint64_t id) {
   running_.erase(it);
   t->ticket.release();
   t->finished = true;
-  t->timer.cancel();
+  disarm_call(deadlines_, *t);
   if (t->conn)
     t->conn->close(); // the downstream sees the connection close
   if (t->offer && t->offer->probing)
@@ -349,7 +357,7 @@ void h1_client::fail(transfer& t, transfer_error error, std::string detail) {
 
 void h1_client::finish(transfer& t) {
   t.finished = true;
-  t.timer.cancel();
+  disarm_call(deadlines_, t);
   t.ticket.release();
   running_.erase(t.id);
   if (t.offer && t.offer->probing)

@@ -22,6 +22,7 @@
 #include "gather/downstream/h1/response_reading.hpp"
 #include "gather/downstream/call/url_split.hpp"
 
+#include "gather/downstream/call/call_deadlines.hpp"
 #include "call/inflight_ticket.hpp"
 #include "pool/loop_pool.hpp"
 
@@ -60,14 +61,13 @@ protected:
 
 /// One running transfer.
 struct transfer {
-  transfer(asio::io_context& loop) : timer(loop) {}
   std::uint64_t id = 0;
   origin_and_target where;
   std::string request_bytes;
   std::size_t max_body_bytes = 0;
   downstream_client::completion done;
   inflight_ticket ticket; ///< let go by finish(), a cancel or the client's end
-  asio::steady_timer timer;
+  call_due due;           ///< its place among the loop's deadlines (one bound: connect, send, body)
   std::unique_ptr<origin_connection> conn;
   std::optional<response_parser> parser;
   std::size_t head_bytes = 0; ///< taken by the parser until the head was whole
@@ -85,7 +85,8 @@ public:
   /// `choice`: who is told that ALPN chose h2.
   h1_client(asio::io_context& loop, name_lookups& lookups, asio::ssl::context& tls, asio::ssl::context& tls_h2,
             downstream_pool& pool, alpn_choice& choice)
-    : loop_(loop), lookups_(lookups), tls_(tls), tls_h2_(tls_h2), pool_(pool), choice_(choice), sweep_(loop) {}
+    : loop_(loop), lookups_(lookups), tls_(tls), tls_h2_(tls_h2), pool_(pool), choice_(choice), sweep_(loop),
+      deadlines_(loop, [this](std::uint64_t id, call_deadlines::step what) { came_due(id, what); }) {}
 
   /// The loop has stopped (or never ran): nothing runs any more.
   ~h1_client() {
@@ -121,6 +122,8 @@ private:
   /// bound, its max age), every link then due is closed.
   void sweep_later(std::chrono::steady_clock::time_point at);
   void sweep();
+  /// A running transfer's slow point or timeout (call_deadlines.hpp).
+  void came_due(std::uint64_t id, call_deadlines::step what);
   /// An idle connection of its key, else a new one.
   void reuse_or_connect(const std::shared_ptr<transfer>& t);
   void connect(const std::shared_ptr<transfer>& t);
@@ -182,6 +185,7 @@ private:
   asio::steady_timer sweep_;
   std::optional<std::chrono::steady_clock::time_point> sweep_at_; ///< when the timer is armed for
   std::uint64_t retire_seen_ = 0; ///< the retire_epoch() this loop's pools last acted on
+  call_deadlines deadlines_; ///< the running transfers' (its due function reads running_)
 };
 
 } // namespace gather::downstream_loop

@@ -12,7 +12,7 @@
 
 #include "gather/downstream/call/header_names.hpp"
 
-#include "call/call_timer.hpp"
+#include "gather/downstream/call/call_deadlines.hpp"
 #include "pool/retire_epoch.hpp"
 
 namespace gather::downstream_loop {
@@ -39,7 +39,7 @@ void h2_client::start(std::uint64_t id, stream_request request, std::shared_ptr<
                       inflight_ticket ticket) {
   if (retire_epoch().load(std::memory_order_relaxed) != retire_seen_)
     drain_retired();
-  auto call = std::make_shared<h2_call>(loop_);
+  auto call = std::make_shared<h2_call>();
   call->id = id;
   call->events = std::move(events);
   call->ticket = std::move(ticket);
@@ -82,15 +82,22 @@ void h2_client::fail_now(const std::shared_ptr<h2_call>& call, stream_ending how
 
 void h2_client::arm(const std::shared_ptr<h2_call>& call) {
   const auto timeout = std::chrono::microseconds{std::max(call->request.timeout, std::chrono::milliseconds{1})};
-  auto on_timeout = [this, call] {
+  arm_call(deadlines_, *call, timeout, call->request.slow_after, std::move(call->request.slow));
+}
+
+void h2_client::came_due(std::uint64_t id, call_deadlines::step what) {
+  const auto it = running_.find(id);
+  if (it == running_.end())
+    return;
+  const auto call = it->second; // held: its end takes it out of running_
+  downstream_loop::came_due(deadlines_, *call, what, [&] {
     // A server that never sent its SETTINGS is not speaking HTTP/2: the next call gets a new link.
     auto* link = call->link;
     const bool silent = link && !link->heard_from_server();
     end(call, {stream_ending::timeout, 0, "the call's timeout passed"});
     if (silent && !link->closed())
       link->shut("no SETTINGS from " + call->where.origin->key + " within a call's timeout");
-  };
-  arm_call_timer(call, timeout, call->request.slow_after, std::move(call->request.slow), std::move(on_timeout));
+  });
 }
 
 void h2_client::place(const std::shared_ptr<h2_call>& call, const h2_link* exclude) {
@@ -125,7 +132,7 @@ void h2_client::abandon(std::uint64_t id) {
   running_.erase(it);
   call->ticket.release();
   call->finished = true;
-  call->timer.cancel();
+  disarm_call(deadlines_, *call);
   if (call->link)
     call->link->release(*call); // RST_STREAM CANCEL
   call->events.reset();
@@ -135,7 +142,7 @@ void h2_client::end(const std::shared_ptr<h2_call>& call, stream_end&& how) {
   if (call->finished)
     return;
   call->finished = true;
-  call->timer.cancel();
+  disarm_call(deadlines_, *call);
   running_.erase(call->id);
   call->ticket.release(); // before on_end: whoever it wakes sees the count without it
   if (call->link)

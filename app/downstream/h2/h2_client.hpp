@@ -22,7 +22,8 @@ namespace gather::downstream_loop {
 class h2_client {
 public:
   h2_client(asio::io_context& loop, name_lookups& lookups, asio::ssl::context& tls, downstream_pool& pool)
-    : loop_(loop), lookups_(lookups), tls_(tls), pool_(pool) {}
+    : loop_(loop), lookups_(lookups), tls_(tls), pool_(pool),
+      deadlines_(loop, [this](std::uint64_t id, call_deadlines::step what) { came_due(id, what); }) {}
   /// The loop has stopped (or never ran): nothing runs any more, no event is delivered.
   ~h2_client();
 
@@ -66,6 +67,8 @@ public:
 
 private:
   void arm(const std::shared_ptr<h2_call>& call);
+  /// A running call's slow point or timeout (call_deadlines.hpp).
+  void came_due(std::uint64_t id, call_deadlines::step what);
   /// A link of the call's origin with room (not `exclude`), else a new one; then the call on it.
   void place(const std::shared_ptr<h2_call>& call, const h2_link* exclude);
   void fail_now(const std::shared_ptr<h2_call>& call, stream_ending how, std::string detail);
@@ -79,6 +82,7 @@ private:
   downstream_pool& pool_; ///< the loop's: each origin's links, a list per state (closed ones dropped)
   std::unordered_map<std::uint64_t, std::shared_ptr<h2_call>> running_;
   std::uint64_t retire_seen_ = 0; ///< the retire_epoch() this loop's links last acted on
+  call_deadlines deadlines_; ///< the running calls' (its due function reads running_)
 };
 
 /// The request's headers as a transfer's "Name: value\r\n" lines, for HTTP/2: names lower case,

@@ -23,6 +23,7 @@
 #include "gather/downstream/call/url_split.hpp"
 #include "gather/http2/h2_codec.hpp"
 
+#include "gather/downstream/call/call_deadlines.hpp"
 #include "call/inflight_ticket.hpp"
 #include "pool/origin_connection.hpp"
 
@@ -38,13 +39,12 @@ constexpr int max_moves = 4;
 /// One running HTTP/2 call. Its client's running set owns it; while its stream is open the link
 /// that carries it holds it too, and the call is its stream's data in the link's codec.
 struct h2_call : std::enable_shared_from_this<h2_call> {
-  explicit h2_call(asio::io_context& loop) : timer(loop) {}
   std::uint64_t id = 0;
   stream_request request;
   origin_and_target where;
   std::shared_ptr<stream_events> events;
   inflight_ticket ticket; ///< let go by its end (before on_end), a cancel or the client's end
-  asio::steady_timer timer;
+  call_due due;             ///< its place among its client's deadlines
   h2_link* link = nullptr;  ///< while a stream of a link carries it
   std::int32_t stream_id = 0;
   std::size_t body_sent = 0;
