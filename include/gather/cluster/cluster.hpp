@@ -23,8 +23,10 @@ namespace gather {
 
 /// Gateways and nodes exchange section_work and section_outcome; both must read them alike.
 /// 2: hedges, not_made, deadline_header; 3: gRPC work (its path, encoded message and
-/// max_messages) and its answer's messages, a gRPC call's code reported per call
-constexpr std::int32_t cluster_protocol_version = 3;
+/// max_messages) and its answer's messages, a gRPC call's code reported per call; 4: a write's
+/// method, body and flags (which 3 gained without a new number), and the calls' header lines as
+/// one block instead of a list of lines
+constexpr std::int32_t cluster_protocol_version = 4;
 
 /// Reconnect backoff of a link to a node that is down: doubles from the first to the cap.
 constexpr millis node_reconnect_first{100};
