@@ -119,20 +119,6 @@ void add_header(std::string& lines, std::string_view name, std::string_view valu
 
 namespace {
 
-/// Calls `f(line_start, line_end)` (the end before its CRLF) for each line of `lines` until it
-/// returns true.
-template <class F>
-void each_line(std::string_view lines, F f) {
-  for (std::size_t at = 0; at < lines.size();) {
-    auto end = lines.find("\r\n", at);
-    if (end == std::string_view::npos)
-      end = lines.size();
-    if (f(at, end))
-      return;
-    at = end + 2;
-  }
-}
-
 bool named(std::string_view line, std::string_view name) {
   return line.size() > name.size() && line[name.size()] == ':' &&
          strncasecmp(line.data(), name.data(), name.size()) == 0;
@@ -152,17 +138,18 @@ void drop_header(std::string& lines, std::string_view name) {
 }
 
 std::string_view header_value(std::string_view lines, std::string_view name) {
-  std::string_view value;
-  each_line(lines, [&](std::size_t at, std::size_t end) {
-    const auto line = lines.substr(at, end - at);
-    if (!named(line, name))
-      return false;
-    value = line.substr(name.size() + 1);
-    while (!value.empty() && (value.front() == ' ' || value.front() == '\t'))
-      value.remove_prefix(1);
-    return true;
-  });
-  return value;
+  for (std::size_t at = 0; at < lines.size();) {
+    auto end = lines.find("\r\n", at);
+    end = end == std::string_view::npos ? lines.size() : end;
+    if (const auto line = lines.substr(at, end - at); named(line, name)) {
+      auto value = line.substr(name.size() + 1);
+      while (!value.empty() && (value.front() == ' ' || value.front() == '\t'))
+        value.remove_prefix(1);
+      return value;
+    }
+    at = end + 2;
+  }
+  return {};
 }
 
 std::vector<std::string> forwarded_names(const std::vector<std::string>& forward_headers,
