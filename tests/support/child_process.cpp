@@ -20,6 +20,12 @@ child_process::child_process(const std::string& program, const std::vector<std::
   int out[2], err[2];
   if (::pipe2(out, O_CLOEXEC) != 0 || ::pipe2(err, O_CLOEXEC) != 0)
     throw std::runtime_error("pipe failed");
+  // argv is built before fork: in a multithreaded test binary the child may only make
+  // async-signal-safe calls until execv (an allocation can deadlock on a lock another thread held).
+  std::vector<char*> argv{const_cast<char*>(program.c_str())};
+  for (const auto& a : args)
+    argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
   const pid_t parent = ::getpid();
   pid_ = ::fork();
   if (pid_ < 0)
@@ -34,10 +40,6 @@ child_process::child_process(const std::string& program, const std::vector<std::
     sigset_t none;
     sigemptyset(&none);
     ::sigprocmask(SIG_SETMASK, &none, nullptr);
-    std::vector<char*> argv{const_cast<char*>(program.c_str())};
-    for (const auto& a : args)
-      argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
     ::execv(program.c_str(), argv.data());
     ::_exit(127);
   }
@@ -111,6 +113,11 @@ bool child_process::wait_for_stderr(const std::string& needle, std::chrono::mill
   std::unique_lock<std::mutex> lock{mutex_};
   return grew_.wait_for(lock, limit, [&] { return err_.find(needle) != std::string::npos || pipes_closed_; }) &&
          err_.find(needle) != std::string::npos;
+}
+
+std::string child_process::err_so_far() const {
+  std::lock_guard<std::mutex> guard{mutex_};
+  return err_;
 }
 
 void child_process::signal(int sig) {

@@ -35,12 +35,14 @@ public:
   /// Everything the child wrote to stdout / stderr (only after wait_exit returned its exit code).
   const std::string& out() const { return out_; }
   const std::string& err() const { return err_; }
+  /// A copy of what the child wrote to stderr so far (while it runs: for a failing test's message).
+  std::string err_so_far() const;
 
 private:
   void read_pipes(); ///< the reader thread: until both pipes are closed
   pid_t pid_ = -1;
   int out_fd_ = -1, err_fd_ = -1;
-  std::mutex mutex_;
+  mutable std::mutex mutex_;
   std::condition_variable grew_; ///< out_ or err_ got more, or the pipes closed
   std::string out_, err_;
   bool pipes_closed_ = false;

@@ -4,9 +4,10 @@
 #include <csignal>
 #include <fcntl.h>
 #include <fstream>
+#include <poll.h>
 #include <sstream>
+#include <sys/syscall.h>
 #include <sys/wait.h>
-#include <thread>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
@@ -68,6 +69,11 @@ browser_result run_chromium_once(const std::vector<std::string>& extra, std::chr
                                 "--mute-audio",
                                 "--run-all-compositor-stages-before-draw"};
   args.insert(args.end(), extra.begin(), extra.end());
+  // Built before fork: the child of a multithreaded binary makes only async-signal-safe calls.
+  std::vector<char*> argv;
+  for (auto& a : args)
+    argv.push_back(a.data());
+  argv.push_back(nullptr);
   pid_t pid = ::fork();
   REQUIRE(pid >= 0);
   if (pid == 0) {
@@ -79,10 +85,6 @@ browser_result run_chromium_once(const std::vector<std::string>& extra, std::chr
     sigset_t none;
     sigemptyset(&none);
     ::sigprocmask(SIG_SETMASK, &none, nullptr);
-    std::vector<char*> argv;
-    for (auto& a : args)
-      argv.push_back(a.data());
-    argv.push_back(nullptr);
     ::execv(chromium_binary, argv.data());
     ::_exit(127);
   }
@@ -91,13 +93,21 @@ browser_result run_chromium_once(const std::vector<std::string>& extra, std::chr
   const auto end = std::chrono::steady_clock::now() + limit;
   bool exited = false;
   int status = 0;
-  while (std::chrono::steady_clock::now() < end) {
+  // A pidfd becomes readable when the browser exits: an event to wait for, not a polling loop.
+  const int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
+  REQUIRE(pidfd >= 0);
+  pollfd exit_event{pidfd, POLLIN, 0};
+  for (;;) {
     if (::waitpid(pid, &status, WNOHANG) == pid) {
       exited = true;
       break;
     }
-    std::this_thread::sleep_for(milliseconds{20});
+    const auto left = std::chrono::duration_cast<milliseconds>(end - std::chrono::steady_clock::now());
+    if (left.count() <= 0)
+      break;
+    ::poll(&exit_event, 1, static_cast<int>(left.count()) + 1);
   }
+  ::close(pidfd);
   ::kill(-pid, SIGKILL); // the browser's helpers, and the browser itself when it hung
   if (!exited)
     ::waitpid(pid, &status, 0);

@@ -320,6 +320,7 @@ TEST_CASE("tracing: without a tracing key calls still carry the trace, and log l
   auto cfg = route_config_json("/p", {section("a", down.base_url() + "/a", 1000, {{"required", true}})}, 2000);
   child_process gw{GATHER_BINARY, {"serve", "--config", temp_file(cfg.dump())}};
   auto line = gw.wait_for_line("listening on");
+  INFO("the gateway's stderr: " << gw.err_so_far());
   REQUIRE(line);
   std::smatch m;
   REQUIRE(std::regex_search(*line, m, std::regex{R"(127\.0\.0\.1:(\d+))"}));
