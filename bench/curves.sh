@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Cost curves, Gather beside its peers in one run (docs/performance.md, "Cost curves"): CPU per
+# Cost curves, Gather beside its peers in one run (docs/performance-history.md, "Cost curves"): CPU per
 # request against the sections per request (1, 4, 16, 64 instant sections) and against the
 # downstream body's size (200 B, 10 KB, 100 KB, 1 MB, one section), the memory of idle
 # keep-alive connections (1,000 and 10,000) and the memory under requests in flight (S3's route

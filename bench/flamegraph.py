@@ -8,7 +8,7 @@
 Debian packages no flame graph tool, so this is the project's own: one frame a rectangle, width
 proportional to the samples under it, the caller below its callees, hover for the name and share.
 --layers sorts every sample into the layer of its leaf frame (kernel, Beast, CAF, JSON, allocator,
-...), the table docs/performance.md quotes.
+...), the table docs/performance-history.md quotes.
 """
 import argparse
 import html

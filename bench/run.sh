@@ -669,7 +669,7 @@ grpc_call() {
   done
 }
 
-# A write route against a read of the same three calls (docs/performance.md "Write routes"): POST
+# A write route against a read of the same three calls (docs/performance-history.md, "A write route against a read"): POST
 # /carts/{cart}/items, whose write is the demo cart's AddItem (gRPC, the body's sku and quantity
 # in its message) and whose reads, after it, are GetCart (gRPC) and a 20 ms HTTP call; against GET
 # /p/{cart}, AddItem as a required section (its message from the path) and the same two reads

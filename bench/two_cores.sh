@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Both sides on every core of this machine (docs/performance.md, "On every core"): Gather with
+# Both sides on every core of this machine (docs/performance-history.md, "Both cores"): Gather with
 # `io_threads` = cores against the OpenResty peer with `worker_processes` = cores, S0 and S1 offered
 # enough connections to saturate, rounds interleaved by bench/compare.sh, medians.
 #
