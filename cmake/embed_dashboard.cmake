@@ -5,7 +5,7 @@
 # replaced by "<style>\n" + dashboard.css + "</style>\n" and "<script>\n" + dashboard.js +
 # "</script>\n" (a file not ending in a newline gets one), so the page stays one self-contained
 # response. OUT_HTML is that page; OUT_CPP holds its bytes as an array (a byte array, so no text
-# in the page can end a string literal) for app/ops/dashboard.cpp. tests/ops/dashboard_test.cpp
+# in the page can end a string literal) for app/ops/dashboard.cpp. tests/ops/dashboard_page_test.cpp
 # inlines the files the same way and compares the result with what the gateway serves.
 #
 # The demo's progressive page (app/demo/stream/: index.html, stream.css, stream.js) is embedded

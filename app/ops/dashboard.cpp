@@ -1,7 +1,7 @@
 // GET /dashboard: the page is app/ops/dashboard/index.html with dashboard.css and dashboard.js
 // inlined, embedded at build time (cmake/embed_dashboard.cmake writes it as a byte array into a
 // generated source of gather_core). It has no external resource. docs/dashboard.md describes the
-// figures; tests/ops/dashboard_test.cpp loads it in headless Chromium and compares what it drew
+// figures; tests/ops/dashboard_*_test.cpp loads it in headless Chromium and compares what it drew
 // with /metrics, and checks that the page served is the three files inlined.
 //
 // Rules the script keeps:
