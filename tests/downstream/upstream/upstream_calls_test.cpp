@@ -130,20 +130,22 @@ TEST_CASE("upstreams: weights share the calls", "[upstreams]") {
 TEST_CASE("upstreams: an instance answering 503 is ejected, and back after eject_ms", "[upstreams]") {
   three_instances up;
   up.statuses[1] = 503;
+  // eject_ms is long beside the 90 requests made while the instance answers 503 (under ASan at
+  // -O0 they take ~0.7 s): ejected once, it must not come back and be ejected again before then.
   running_gateway gw(upstream_gateway_config(
-      {{"endpoints", up.endpoints()}, {"outlier", {{"consecutive_failures", 2}, {"eject_ms", 400}}}},
+      {{"endpoints", up.endpoints()}, {"outlier", {{"consecutive_failures", 2}, {"eject_ms", 2000}}}},
       {{"retry", {{"attempts", 2}}}}));
   // Each 503 is retried on another instance: every request ends 200.
   CHECK(requests(gw, 60) == 60);
   const auto sick = up.servers[1]->calls();
   CHECK(sick <= 4); // two failures in a row, then no call while ejected
-  CHECK(requests(gw, 60) == 60);
+  CHECK(requests(gw, 30) == 30);
   CHECK(up.servers[1]->calls() == sick);
   up.statuses[1] = 200;
   const auto back = gather::test::eventually([&] {
     requests(gw, 10);
     return up.servers[1]->calls() > sick;
-  }, 5s);
+  }, 8s);
   CHECK(back);
   auto metrics = gw.client().Get("/metrics");
   REQUIRE(metrics);
