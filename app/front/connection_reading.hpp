@@ -4,7 +4,6 @@
 #pragma once
 
 #include "connection.hpp"
-#include "gather/runtime/actor_drain_scope.hpp"
 
 namespace gather {
 
@@ -175,7 +174,6 @@ inline void connection<Stream>::read_now() {
   read_pending_ = true;
   stream_.async_read_some(buffer_.begin_read(read_chunk),
                           [self = this->shared_from_this()](const error_code& ec, std::size_t n) {
-                            const actor_drain_scope actors_after; // the coordinators it spawned run after it
                             self->read_pending_ = false;
                             self->buffer_.end_read(ec ? 0 : n);
                             self->on_read(ec);

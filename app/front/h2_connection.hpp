@@ -38,7 +38,6 @@
 #include "gather/front/client_address.hpp"
 #include "gather/front/request_dispatch.hpp"
 #include "gather/front/request_parser.hpp"
-#include "gather/runtime/actor_drain_scope.hpp"
 
 #include "connection_sink.hpp"
 #include "h2_session.hpp"
@@ -195,7 +194,6 @@ private:
     read_pending_ = true;
     stream_.async_read_some(boost::asio::buffer(in_),
                             [self = this->shared_from_this()](const error_code& ec, std::size_t n) {
-                              const actor_drain_scope actors_after; // the coordinators it spawned run after it
                               self->read_pending_ = false;
                               if (self->closed_)
                                 return;

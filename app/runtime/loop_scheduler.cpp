@@ -1,10 +1,7 @@
 #include "gather/runtime/loop_scheduler.hpp"
-#include "gather/runtime/actor_drain_scope.hpp"
 
 #include <atomic>
 #include <deque>
-#include <exception>
-#include <utility>
 
 #include <boost/asio/post.hpp>
 #include <caf/actor_system_config.hpp>
@@ -27,42 +24,12 @@ constexpr std::size_t actor_throughput = 64;
 /// after this many.
 constexpr std::size_t resumes_per_turn = 64;
 
-namespace {
-
-/// What an actor_drain_scope asks of its thread's loop unit.
-class unit_drains {
-public:
-  virtual void drain_now() = 0;   ///< the outermost scope ended: the ready actors run here
-  virtual void drain_later() = 0; ///< it ended by an exception: they run in a posted drain
-protected:
-  ~unit_drains() = default;
-};
-
-/// This thread's open actor_drain_scopes, and the unit whose drain waits for the outermost.
-thread_local int open_scopes = 0;
-thread_local unit_drains* waiting_unit = nullptr;
-
-} // namespace
-
-actor_drain_scope::actor_drain_scope() noexcept { ++open_scopes; }
-
-actor_drain_scope::~actor_drain_scope() {
-  if (--open_scopes > 0 || waiting_unit == nullptr)
-    return;
-  auto* unit = std::exchange(waiting_unit, nullptr);
-  if (std::uncaught_exceptions() > 0)
-    unit->drain_later();
-  else
-    unit->drain_now();
-}
-
 /// One loop seen as a CAF execution unit: actors resumed here send and spawn through it.
 ///
 /// Actors made ready on the loop's own thread wait in `ready_` (this thread's alone: no lock),
-/// drained at the end of the handler that made the first of them ready when it holds an
-/// actor_drain_scope, else by one handler posted then; an actor made ready on another thread (the
-/// middleman, the clock, the main thread) is posted to the loop on its own.
-class loop_scheduler::loop_unit final : public caf::execution_unit, public unit_drains {
+/// drained by one handler posted when the first of them arrives; an actor made ready on another
+/// thread (the middleman, the clock, the main thread) is posted to the loop on its own.
+class loop_scheduler::loop_unit final : public caf::execution_unit {
 public:
   loop_unit(caf::actor_system& system, boost::asio::io_context& loop)
     : caf::execution_unit(&system), loop_(loop) {}
@@ -70,22 +37,13 @@ public:
   /// Called by an actor running on this loop for an actor it made ready.
   void exec_later(caf::resumable* job) override { schedule_here(job); }
 
-  /// From this loop's own thread: drained when the handler's actor_drain_scope ends, if it holds
-  /// one, else by a posted drain.
+  /// From this loop's own thread.
   void schedule_here(caf::resumable* job) {
     ready_.push_back(job);
-    if (drain_owned_)
-      return;
-    drain_owned_ = true;
-    if (open_scopes > 0)
-      waiting_unit = this;
-    else
-      drain_later();
-  }
-
-  void drain_now() override { drain(); }
-  void drain_later() override {
-    boost::asio::post(loop_, [this] { drain(); });
+    if (!drain_posted_) {
+      drain_posted_ = true;
+      boost::asio::post(loop_, [this] { drain(); });
+    }
   }
 
   /// From any other thread.
@@ -104,9 +62,9 @@ private:
       caf::logger::set_current_actor_system(nullptr);
   }
 
-  /// Runs while drain_owned_ is still set: an actor made ready by one it runs joins ready_
-  /// without asking for another drain (which would find nothing left, after a turn of the loop's
-  /// epoll for nothing: one a request, before this).
+  /// Runs with drain_posted_ still set: an actor made ready by one it runs joins ready_ without
+  /// posting another drain, which would find nothing left after a turn of the loop's epoll (one
+  /// a request, before this).
   void drain() {
     for (std::size_t n = 0; n < resumes_per_turn && !ready_.empty(); ++n) {
       auto* job = ready_.front();
@@ -114,10 +72,10 @@ private:
       run(job); // what it makes ready joins ready_, and runs in this turn while there is room
     }
     if (ready_.empty()) {
-      drain_owned_ = false;
+      drain_posted_ = false;
       return;
     }
-    drain_later(); // the rest after what else the loop has to do
+    boost::asio::post(loop_, [this] { drain(); }); // the rest after what else the loop has to do
   }
 
   void run(caf::resumable* job) {
@@ -136,8 +94,7 @@ private:
 
   boost::asio::io_context& loop_;
   std::deque<caf::resumable*> ready_; ///< this loop's thread only
-  /// A drain is coming: posted, or waiting for the end of this thread's actor_drain_scope.
-  bool drain_owned_ = false;
+  bool drain_posted_ = false;         ///< a drain() is queued on the loop
 };
 
 void quiet_clock::note(caf::abstract_actor* self) {
