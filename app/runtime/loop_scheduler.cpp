@@ -63,8 +63,8 @@ private:
   }
 
   /// Runs with drain_posted_ still set: an actor made ready by one it runs joins ready_ without
-  /// posting another drain, which would find nothing left after a turn of the loop's epoll (one
-  /// a request, before this).
+  /// posting another drain, which would find nothing left, and only after a turn of the loop's
+  /// epoll (Asio runs what a handler posts after its next poll).
   void drain() {
     for (std::size_t n = 0; n < resumes_per_turn && !ready_.empty(); ++n) {
       auto* job = ready_.front();
