@@ -42,7 +42,7 @@ void request_parser::on_request_impl(http::verb, boost::beast::string_view metho
     return refuse(parse_refusal::uri_too_long, ec);
   // No control byte can be here: Beast's parser refuses NUL, 0x01-0x1F and 0x7F in the method (a
   // token), the target (its pathchar table) and, below, a field's name (a token) and value (only a
-  // tab allowed), each as a parse error answered 400 (tests/front/hostile_inbound_test.cpp).
+  // tab allowed), each as a parse error answered 400 (tests/front/hostile_inbound_heads_test.cpp).
   head_.method.assign(method.data(), method.size());
   head_.target.assign(target.data(), target.size());
   head_.version = version;

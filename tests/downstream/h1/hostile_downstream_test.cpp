@@ -1,8 +1,8 @@
 // Hostile downstreams behind a real in-process gateway: endless and oversized bodies, deep and
 // invalid JSON, redirects, resets and servers that stall. Each ends its section as `error` or
 // `timeout` within its bounds, and the response stays valid JSON. (The 100,000-level body, null,
-// non-JSON and the unreachable redirect are in gateway_test.cpp; the transfer-level trickle, cap
-// and redirect in downstream_client_answers_test.cpp.)
+// non-JSON and the unreachable redirect are in gateway_sections_test.cpp; the transfer-level
+// trickle, cap and redirect in downstream_client_answers_test.cpp.)
 #include <catch2/catch.hpp>
 
 #include <atomic>

@@ -1,16 +1,19 @@
+// Answers over HTTP/2 on the front: progressive (NDJSON, batch rows, SSE), compressed, CORS, TLS.
+//
 // HTTP/2 on the front (docs/gateway.md#http2, docs/security.md#http2): real clients against a real
 // gateway on loopback. curl speaks h2c by prior knowledge and h2 over TLS by ALPN; the frame-level
-// cases (resets, floods, clients that do not read) are python3-h2 clients in h2_client.py, over
-// h2c or (with --tls) over TLS.
+// cases (when each DATA frame comes, clients that do not read) are python3-h2 clients in
+// h2_client.py, over h2c or (with --tls) over TLS.
 #include <catch2/catch.hpp>
 
 #include <chrono>
 #include <csignal>
-#include <regex>
+#include <cstddef>
 #include <string>
-#include <thread>
+#include <utility>
 #include <vector>
 
+#include <httplib.h>
 #include <nlohmann/json.hpp>
 
 #include "support/child_process.hpp"
@@ -20,94 +23,14 @@
 #include "support/test_helpers.hpp"
 #include "support/test_server.hpp"
 #include "support/tls_files.hpp"
+#include "front/h2_test_support.hpp"
 
 using namespace gather::test;
 using json = nlohmann::json;
 using namespace std::chrono_literals;
+using namespace gather::test::h2_front_support;
 
 namespace {
-
-const std::string h2_client_script = GATHER_SOURCE_DIR "/tests/front/h2_client.py";
-
-/// A downstream with /item (a small JSON answer after `delay`), /big (about 1 MB at once) and
-/// /hang (no answer within any test's time).
-struct h2_downstream {
-  test_server server;
-  explicit h2_downstream(std::chrono::milliseconds delay = 0ms) {
-    server.get("/hang", [this](const httplib::Request&, httplib::Response& res) {
-      server.hang();
-      res.set_content("{}", "application/json");
-    });
-    server.get("/item", [this, delay](const httplib::Request&, httplib::Response& res) {
-      if (delay.count() > 0)
-        server.delay(delay);
-      res.set_content(R"({"id": 7, "name": "lamp"})", "application/json");
-    });
-    server.get("/big", [](const httplib::Request&, httplib::Response& res) {
-      res.set_content("{\"blob\": \"" + std::string(1 << 20, 'x') + "\"}", "application/json");
-    });
-    server.start();
-  }
-};
-
-/// Routes: /p (one section, /item), /big (one section, /big), and `extra` routes.
-json h2_config(const std::string& base, json top = json::object(), json extra_routes = json::array()) {
-  auto cfg = route_config_json("/p", json::array({section("part", base + "/item", 2000, {{"required", true}})}), 3000, top);
-  cfg["routes"].push_back({{"path", "/big"}, {"deadline_ms", 3000},
-                           {"sections", json::array({section("blob", base + "/big", 2000, {{"required", true}})})}});
-  for (auto& r : extra_routes)
-    cfg["routes"].push_back(r);
-  return cfg;
-}
-
-/// h2_client.py CASE PORT ARGS...: its last stdout line as JSON.
-json h2_case(const std::string& name, int port, const std::vector<std::string>& args) {
-  std::vector<std::string> all{h2_client_script, name, std::to_string(port)};
-  all.insert(all.end(), args.begin(), args.end());
-  const auto r = run("/usr/bin/python3", all);
-  INFO("h2_client.py " << name << ": " << r.out << r.err);
-  REQUIRE(r.code == 0);
-  auto out = r.out;
-  while (!out.empty() && out.back() == '\n')
-    out.pop_back();
-  return json::parse(out.substr(out.rfind('\n') + 1)); // the last line
-}
-
-/// After a hostile case: a fresh connection's request is answered 200 within 1 s.
-void normal_request_answered(int port) {
-  const auto answer = h2_case("normal", port, {"/p"});
-  CHECK(answer["status"] == 200);
-  CHECK(answer["ms"].get<double>() < 1000);
-}
-
-/// curl ARGS... URL: "HTTP_VERSION STATUS" on the last line, the body before it.
-struct curl_answer {
-  std::string version, body;
-  int status = 0;
-};
-curl_answer curl(std::vector<std::string> args) {
-  args.insert(args.begin(), {"-s", "--max-time", "10", "-w", "\n%{http_version} %{http_code}"});
-  const auto r = run("/usr/bin/curl", args);
-  INFO("curl: " << r.err);
-  REQUIRE(r.code == 0);
-  const auto cut = r.out.rfind('\n');
-  curl_answer out;
-  out.body = r.out.substr(0, cut);
-  std::smatch m;
-  const std::string tail = r.out.substr(cut + 1);
-  REQUIRE(std::regex_match(tail, m, std::regex{R"((\S+) (\d+))"}));
-  out.version = m[1];
-  out.status = std::stoi(m[2]);
-  return out;
-}
-
-/// An answer's body without the times in it (two requests never take the same milliseconds).
-json without_times(json body) {
-  if (body.contains("sections"))
-    for (auto& [name, part] : body["sections"].items())
-      part.erase("ms");
-  return body;
-}
 
 /// A progressive route: /s with `part` (required, at once) and `slow` (optional, never answers,
 /// times out after 1500 ms).
@@ -144,186 +67,16 @@ std::vector<json> ndjson_lines(const std::string& text) {
   return out;
 }
 
-std::uint64_t h2_metric(running_gateway& gw, const std::string& series) {
-  const auto r = gw.get("/metrics");
-  REQUIRE(r);
-  const auto at = r->body.find("\n" + series + " ");
-  if (at == std::string::npos)
-    return 0;
-  return std::stoull(r->body.substr(at + series.size() + 2));
+/// GET `path` over TLS (HTTP/1.1: httplib offers no ALPN), the certificate verified.
+httplib::Result h2tls_get(int port, const std::string& path) {
+  httplib::SSLClient c{"127.0.0.1", port};
+  c.set_ca_cert_path(tls_files::get().cert);
+  c.enable_server_certificate_verification(true);
+  c.set_read_timeout(10, 0);
+  return c.Get(path);
 }
 
 } // namespace
-
-TEST_CASE("HTTP/2: h2c by prior knowledge gets the answers HTTP/1.1 gets, on the same port", "[front][h2]") {
-  h2_downstream down;
-  running_gateway gw{h2_config(down.server.base_url())};
-  const std::string base = "http://127.0.0.1:" + std::to_string(gw.port());
-  for (const std::string path : {"/p", "/nowhere", "/p?x=1"}) {
-    const auto h1 = curl({"--http1.1", "-H", "X-Request-Id: same-id", base + path});
-    const auto h2 = curl({"--http2-prior-knowledge", "-H", "X-Request-Id: same-id", base + path});
-    INFO(path);
-    CHECK(h1.version == "1.1");
-    CHECK(h2.version == "2");
-    CHECK(h2.status == h1.status);
-    CHECK(without_times(json::parse(h2.body)) == without_times(json::parse(h1.body)));
-  }
-  const auto post = curl({"--http2-prior-knowledge", "-X", "POST", base + "/p"});
-  CHECK(post.status == 405);
-  CHECK(h2_metric(gw, "gather_connections_total{proto=\"h2\"}") == 4);
-  CHECK(h2_metric(gw, "gather_connections_total{proto=\"http/1.1\"}") >= 3);
-}
-
-TEST_CASE("HTTP/2: over TLS, ALPN chooses h2 or http/1.1 on one port, and the answers agree", "[front][h2][tls]") {
-  const auto& files = tls_files::get();
-  h2_downstream down;
-  running_gateway gw{h2_config(down.server.base_url(), {{"tls", {{"cert_file", files.cert}, {"key_file", files.key}}}})};
-  const std::string url = "https://127.0.0.1:" + std::to_string(gw.port()) + "/p";
-  const auto h2 = curl({"--http2", "--cacert", files.cert, "-H", "X-Request-Id: tls-id", url});
-  const auto h1 = curl({"--http1.1", "--cacert", files.cert, "-H", "X-Request-Id: tls-id", url});
-  CHECK(h2.version == "2");
-  CHECK(h1.version == "1.1");
-  CHECK(h2.status == 200);
-  CHECK(without_times(json::parse(h2.body)) == without_times(json::parse(h1.body)));
-  // A client that offers no ALPN is served HTTP/1.1.
-  auto https = httplib::SSLClient("127.0.0.1", gw.port());
-  https.enable_server_certificate_verification(false);
-  const auto r = https.Get("/p");
-  REQUIRE(r);
-  CHECK(r->status == 200);
-}
-
-TEST_CASE("HTTP/2: 50 concurrent streams on one connection finish in about one section's time", "[front][h2]") {
-  h2_downstream down{300ms};
-  running_gateway gw{h2_config(down.server.base_url(), {{"max_inflight", 256}})};
-  const auto all = h2_case("get", gw.port(), {"/p", "50"});
-  for (const auto& status : all["statuses"])
-    CHECK(status == 200);
-  CHECK(all["statuses"].size() == 50);
-  // One after the other they would take 15 s; together about 300 ms (generous on a loaded machine).
-  CHECK(all["ms"].get<double>() < 2500);
-  CHECK(json::parse(all["bodies"][0].get<std::string>())["data"]["part"]["name"] == "lamp");
-}
-
-TEST_CASE("HTTP/2: a reset stream cancels its downstream call and the connection goes on", "[front][h2]") {
-  h2_downstream down;
-  silent_server hung;
-  running_gateway gw{h2_config(down.server.base_url(), {}, json::array({
-    {{"path", "/hang"}, {"deadline_ms", 5000}, {"sections", json::array({section("slow", hung.base_url() + "/x", 5000, {{"required", true}})})}}}))};
-  const auto seen = h2_case("reset", gw.port(), {"/hang", "/p"});
-  CHECK(seen["inflight_before_reset"] == 1);
-  CHECK(seen["after"]["status"] == 200); // the same connection, after the reset
-  CHECK(seen["goaway"].is_null());
-  CHECK(eventually([&] { return hung.closed_by_peer() == 1; }, 3000ms));
-  CHECK(h2_metric(gw, "gather_requests_total{route=\"/hang\",code=\"499\"}") == 1);
-}
-
-TEST_CASE("HTTP/2: /debug/actors counts h2 connections and their open streams", "[front][h2]") {
-  h2_downstream down;
-  silent_server hung;
-  running_gateway gw{h2_config(down.server.base_url(), {}, json::array({
-    {{"path", "/hang"}, {"deadline_ms", 5000}, {"sections", json::array({section("slow", hung.base_url() + "/x", 5000, {{"required", true}})})}}}))};
-  // A python3-h2 client holds a hanging stream open while the test reads /debug/actors over HTTP/1.1.
-  child_process holder{"/usr/bin/python3", {h2_client_script, "socket_stall", std::to_string(gw.port()), "/hang", "3"}};
-  REQUIRE(holder.wait_for_line("sent"));
-  json actors;
-  CHECK(eventually([&] {
-    actors = json::parse(gw.get("/debug/actors")->body);
-    return actors["h2_streams"] == 3;
-  }, 3000ms));
-  CHECK(actors["h2_connections"] == 1);
-}
-
-TEST_CASE("HTTP/2: more streams than max_concurrent_streams are refused as RFC 9113 says", "[front][h2]") {
-  h2_downstream down;
-  silent_server hung;
-  running_gateway gw{h2_config(down.server.base_url(), {{"http2", {{"max_concurrent_streams", 4}}}}, json::array({
-    {{"path", "/hang"}, {"deadline_ms", 5000}, {"sections", json::array({section("slow", hung.base_url() + "/x", 5000, {{"required", true}})})}}}))};
-  const auto seen = h2_case("refuse", gw.port(), {"/hang", "10", "4"});
-  CHECK(seen["refused"] == 6);
-  for (const auto& code : seen["codes"]) // REFUSED_STREAM or PROTOCOL_ERROR (RFC 9113 5.1.2)
-    CHECK((code == 7 || code == 1));
-  normal_request_answered(gw.port());
-}
-
-TEST_CASE("HTTP/2: streams a client opens after its own GOAWAY are refused, the one before it is answered", "[front][h2]") {
-  h2_downstream down;
-  running_gateway gw{h2_config(down.server.base_url())};
-  const auto seen = h2_case("goaway_then_requests", gw.port(), {"/p"});
-  INFO(seen.dump());
-  CHECK(seen["answered"] == json::array({1}));
-  for (const auto& [stream, code] : seen["reset"].items())
-    CHECK(code == 7); // REFUSED_STREAM: safe for the client to send again elsewhere
-  CHECK(down.server.calls() == 1);
-  normal_request_answered(gw.port());
-}
-
-TEST_CASE("HTTP/2: rapid reset of 2000 streams ends in GOAWAY with far fewer downstream calls", "[front][h2][hostile]") {
-  h2_downstream down;
-  running_gateway gw{h2_config(down.server.base_url())};
-  const auto seen = h2_case("rapid_reset", gw.port(), {"/p", "2000"});
-  CHECK(seen["goaway"] == 11); // ENHANCE_YOUR_CALM
-  INFO("downstream calls: " << down.server.calls());
-  CHECK(down.server.calls() < 200);
-  CHECK(h2_metric(gw, "gather_http2_abuse_total{reason=\"rapid_reset\"}") == 1);
-  normal_request_answered(gw.port());
-}
-
-TEST_CASE("HTTP/2: a CONTINUATION flood is cut at the limit, a header list over it gets 431", "[front][h2][hostile]") {
-  h2_downstream down;
-  running_gateway gw{h2_config(down.server.base_url(), {{"http2", {{"max_header_list_bytes", 8192}}}})};
-  const auto flood = h2_case("continuation_flood", gw.port(), {"/p", "1000"});
-  CHECK(flood["goaway"] == 11);
-  CHECK(h2_metric(gw, "gather_http2_abuse_total{reason=\"continuation_flood\"}") == 1);
-  const auto big = h2_case("big_headers", gw.port(), {"/p", "20000"});
-  CHECK(big["answer"]["status"] == 431);
-  CHECK(json::parse(big["answer"]["body"].get<std::string>())["error"] == "headers_too_large");
-  normal_request_answered(gw.port());
-}
-
-TEST_CASE("HTTP/2: PING and SETTINGS floods end in GOAWAY", "[front][h2][hostile]") {
-  h2_downstream down;
-  running_gateway gw{h2_config(down.server.base_url())};
-  for (const std::string kind : {"ping", "settings"}) {
-    const auto seen = h2_case("flood", gw.port(), {kind, "5000"});
-    INFO(kind);
-    CHECK(seen["goaway"] == 11);
-  }
-  CHECK(h2_metric(gw, "gather_http2_abuse_total{reason=\"control_flood\"}") == 2);
-  normal_request_answered(gw.port());
-}
-
-TEST_CASE("HTTP/2: a stream whose body never comes ends its connection after request_timeout_ms", "[front][h2][hostile]") {
-  h2_downstream down;
-  auto cfg = h2_config(down.server.base_url(), {{"request_timeout_ms", 800}});
-  cfg["routes"].push_back({{"path", "/batch"},
-                           {"batch", {{"url", down.server.base_url() + "/b/{item}"}, {"timeout_ms", 1000},
-                                      {"deadline_ms", 2000}}}});
-  running_gateway gw{cfg};
-  const auto seen = h2_case("incomplete", gw.port(), {"/batch"});
-  CHECK(seen["goaway"] == 11);
-  CHECK(seen["ms"].get<double>() >= 700);
-  CHECK(seen["ms"].get<double>() < 5000);
-  CHECK(h2_metric(gw, "gather_http2_abuse_total{reason=\"incomplete_stream\"}") == 1);
-  normal_request_answered(gw.port());
-}
-
-TEST_CASE("HTTP/2: a client that never opens its window or never reads stalls nobody else and is closed", "[front][h2][hostile]") {
-  h2_downstream down;
-  running_gateway gw{h2_config(down.server.base_url(), {{"request_timeout_ms", 1500}})};
-  // Never reads the socket: ten 1 MB answers fill every buffer on the way.
-  child_process never_reads{"/usr/bin/python3", {h2_client_script, "socket_stall", std::to_string(gw.port()), "/big", "10"}};
-  REQUIRE(never_reads.wait_for_line("sent"));
-  normal_request_answered(gw.port()); // meanwhile
-  // Reads, but its window stays 0: no DATA can be sent.
-  const auto window = h2_case("window_stall", gw.port(), {"/p"});
-  CHECK(window["goaway"] == 11);
-  CHECK(window["ms"].get<double>() >= 1400);
-  CHECK(eventually([&] { return h2_metric(gw, "gather_http2_abuse_total{reason=\"stalled\"}") == 2; }, 5000ms));
-  normal_request_answered(gw.port());
-}
-
-// ---- progressive answers, compression and CORS over HTTP/2 ----------------------------------------
 
 TEST_CASE("HTTP/2: an NDJSON answer is HEADERS, then DATA frames as its sections end", "[front][h2][stream]") {
   h2_downstream down;
@@ -494,19 +247,6 @@ TEST_CASE("HTTP/2: a streamed answer whose client never opens its window is rese
   CHECK(seen["goaway"].is_null());
   CHECK(h2_metric(gw, "gather_http2_abuse_total{reason=\"stalled\"}") == 1);
 }
-
-namespace {
-
-/// GET `path` over TLS (HTTP/1.1: httplib offers no ALPN), the certificate verified.
-httplib::Result h2tls_get(int port, const std::string& path) {
-  httplib::SSLClient c{"127.0.0.1", port};
-  c.set_ca_cert_path(tls_files::get().cert);
-  c.enable_server_certificate_verification(true);
-  c.set_read_timeout(10, 0);
-  return c.Get(path);
-}
-
-} // namespace
 
 TEST_CASE("HTTP/2 over TLS: a progressive answer is DATA frames as its sections end, and a client gone mid-stream "
           "leaves nothing behind",
