@@ -124,29 +124,35 @@ void child_process::signal(int sig) {
   ::kill(pid_, sig);
 }
 
+bool await_exit(pid_t pid, int& status, std::chrono::milliseconds limit) {
+  // A pidfd becomes readable when the child exits: an event to wait for, not a polling loop.
+  const int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)); // glibc 2.36: no C++ decl
+  if (pidfd < 0)
+    throw std::runtime_error("pidfd_open failed");
+  pollfd fd{pidfd, POLLIN, 0};
+  const auto end = clock_type::now() + limit;
+  bool exited = false;
+  for (;;) {
+    if (::waitpid(pid, &status, WNOHANG) == pid) {
+      exited = true;
+      break;
+    }
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(end - clock_type::now());
+    if (left.count() <= 0)
+      break;
+    ::poll(&fd, 1, static_cast<int>(left.count()) + 1);
+  }
+  ::close(pidfd);
+  return exited;
+}
+
 std::optional<int> child_process::wait_exit(std::chrono::milliseconds limit) {
   if (!exited_) {
-    // A pidfd becomes readable when the child exits: an event to wait for, not a polling loop.
-    const int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, pid_, 0)); // glibc 2.36: no C++ decl
-    if (pidfd < 0)
-      throw std::runtime_error("pidfd_open failed");
-    pollfd fd{pidfd, POLLIN, 0};
     int status = 0;
-    const auto end = clock_type::now() + limit;
-    for (;;) {
-      if (::waitpid(pid_, &status, WNOHANG) == pid_) {
-        exited_ = true;
-        exit_code_ = WIFEXITED(status) ? std::optional<int>{WEXITSTATUS(status)} : std::nullopt;
-        break;
-      }
-      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(end - clock_type::now());
-      if (left.count() <= 0)
-        break;
-      ::poll(&fd, 1, static_cast<int>(left.count()) + 1);
-    }
-    ::close(pidfd);
-    if (!exited_)
+    if (!await_exit(pid_, status, limit))
       return std::nullopt;
+    exited_ = true;
+    exit_code_ = WIFEXITED(status) ? std::optional<int>{WEXITSTATUS(status)} : std::nullopt;
     reader_.join(); // everything it wrote is in out_ and err_
   }
   return exit_code_;

@@ -12,6 +12,11 @@
 
 namespace gather::test {
 
+/// Waits at most `limit` for child `pid` to exit, on a pidfd (an event, not a polling loop); true
+/// with its waitpid status in `status` once it has, false if it still runs. Throws if the kernel
+/// gives no pidfd.
+bool await_exit(pid_t pid, int& status, std::chrono::milliseconds limit);
+
 class child_process {
 public:
   /// Starts `program` with `args`; stdout and stderr are piped back and read by a thread of its

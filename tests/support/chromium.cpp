@@ -1,12 +1,11 @@
 // Headless Chromium for the tests that need a real browser (tests/support/chromium.hpp).
 #include "support/chromium.hpp"
+#include "support/child_process.hpp"
 
 #include <csignal>
 #include <fcntl.h>
 #include <fstream>
-#include <poll.h>
 #include <sstream>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -90,24 +89,8 @@ browser_result run_chromium_once(const std::vector<std::string>& extra, std::chr
   }
   ::setpgid(pid, pid); // also from here: no race with the child's own call
   browser_result result;
-  const auto end = std::chrono::steady_clock::now() + limit;
-  bool exited = false;
   int status = 0;
-  // A pidfd becomes readable when the browser exits: an event to wait for, not a polling loop.
-  const int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
-  REQUIRE(pidfd >= 0);
-  pollfd exit_event{pidfd, POLLIN, 0};
-  for (;;) {
-    if (::waitpid(pid, &status, WNOHANG) == pid) {
-      exited = true;
-      break;
-    }
-    const auto left = std::chrono::duration_cast<milliseconds>(end - std::chrono::steady_clock::now());
-    if (left.count() <= 0)
-      break;
-    ::poll(&exit_event, 1, static_cast<int>(left.count()) + 1);
-  }
-  ::close(pidfd);
+  const bool exited = await_exit(pid, status, limit);
   ::kill(-pid, SIGKILL); // the browser's helpers, and the browser itself when it hung
   if (!exited)
     ::waitpid(pid, &status, 0);
